@@ -1,0 +1,85 @@
+"""Loader for the UIUC/TREC question-classification parses (Li & Roth 2002)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Literal, NamedTuple
+
+from ..trees._tree import Tree
+
+TREC_FILES = {"train": "qc_train.tsv", "test": "qc_test.tsv"}
+TREC_COARSE = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
+_HEADER = ["coarse", "fine", "tree"]
+
+
+class TrecData(NamedTuple):
+    """Parsed questions with their labels.
+
+    Attributes:
+        trees: constituency parse of each question.
+        coarse: coarse class of each question (one of `TREC_COARSE`).
+        fine: fine class (e.g. `"exp"`, `"abb"`; 50 in all, named within their coarse class).
+    """
+
+    trees: list[Tree]
+    coarse: list[str]
+    fine: list[str]
+
+
+def load_trec(
+    data_dir: str | os.PathLike[str], split: Literal["train", "test"] = "train"
+) -> TrecData:
+    """Read `<data_dir>/trec/qc_train.tsv` (5,401 questions) or `qc_test.tsv` (500).
+
+    Each row is `coarse<TAB>fine<TAB>tree` with the tree in Penn brackets; a parse error
+    names the file, line and column of the offending tree.
+
+    Args:
+        data_dir: the shared data folder (the one holding `trec/`), e.g. `../shared/data`.
+        split: `"train"` or `"test"` (the official split).
+
+    Returns:
+        A `TrecData` in file order.
+
+    Raises:
+        FileNotFoundError: the file is missing (the message names the path it expected).
+        ValueError: a malformed row or tree.
+    """
+    from ..trees import parse_penn
+
+    if split not in TREC_FILES:
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    path = pathlib.Path(data_dir) / "trec" / TREC_FILES[split]
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"TREC question-classification data not found: expected {path}. "
+            "Point --data-dir (or the data_dir argument) at the shared data folder "
+            "that holds trec/qc_train.tsv and trec/qc_test.tsv (default ../shared/data)."
+        )
+    source = str(path)
+    out = TrecData([], [], [])
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            fields = line.split("\t", 2)
+            if lineno == 1:
+                if fields != _HEADER:
+                    raise ValueError(
+                        f"{source}:1: expected the header 'coarse<TAB>fine<TAB>tree', "
+                        f"got {line[:60]!r}"
+                    )
+                continue
+            if not line.strip():
+                continue
+            if len(fields) != 3 or not fields[0] or not fields[1]:
+                raise ValueError(
+                    f"{source}:{lineno}: expected 3 tab-separated fields "
+                    f"(coarse, fine, tree), got {len(fields)}"
+                )
+            coarse, fine, text = fields
+            column = len(coarse) + len(fine) + 3  # 1-based column where the tree starts
+            out.trees.append(parse_penn(text, source=source, line=lineno, column=column))
+            out.coarse.append(coarse)
+            out.fine.append(fine)
+    return out

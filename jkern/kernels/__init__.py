@@ -1,0 +1,18 @@
+"""Kernels: tree kernels on the forest, vector kernels, algebra, and `gram`."""
+
+from ._base import AbstractKernel as AbstractKernel
+from ._base import Normalized as Normalized
+from ._base import Product as Product
+from ._base import Scaled as Scaled
+from ._base import Sum as Sum
+from ._gram import gram as gram
+from ._tree_kernels import PTK as PTK
+from ._tree_kernels import SPTK as SPTK
+from ._tree_kernels import SST as SST
+from ._tree_kernels import ST as ST
+from ._tree_kernels import AbstractTreeKernel as AbstractTreeKernel
+from ._tree_kernels import SSTBow as SSTBow
+from ._vector import RBF as RBF
+from ._vector import AbstractVectorKernel as AbstractVectorKernel
+from ._vector import Linear as Linear
+from ._vector import Polynomial as Polynomial

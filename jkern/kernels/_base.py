@@ -1,0 +1,138 @@
+"""Kernel base class and kernel algebra (sum, product, scaling, normalization)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+
+def resolve_dtype(dtype: Any) -> jnp.dtype:
+    """The float dtype to compute in; float64 needs JAX's x64 mode."""
+    if dtype is None:
+        return jnp.zeros((), float).dtype  # float64 under x64, else float32
+    dt = jnp.dtype(dtype)
+    if dt == jnp.float64 and not jax.config.read("jax_enable_x64"):
+        raise ValueError(
+            "float64 needs JAX's 64-bit mode: call jax.config.update('jax_enable_x64', True) "
+            "before using jkern (the jkern CLI does this for --dtype float64)"
+        )
+    if dt not in (jnp.float32, jnp.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dt}")
+    return dt
+
+
+class AbstractKernel(eqx.Module):
+    """A kernel: computes Gram blocks between two collections of inputs.
+
+    Subclasses implement `gram(x1, x2=None, *, dtype=None)`; `x2=None` means `x1` against
+    itself. Kernels compose: `k1 + k2`, `k1 * k2`, `2.0 * k`, `Normalized(k)`.
+    """
+
+    @abc.abstractmethod
+    def gram(self, x1: Sequence[Any], x2: Sequence[Any] | None = None, *, dtype: Any = None,
+             **options: Any) -> Float[Array, "n1 n2"]:
+        raise NotImplementedError
+
+    def diag(self, x: Sequence[Any], *, dtype: Any = None, **options: Any) -> Float[Array, " n"]:
+        """Self-kernels K(x_i, x_i). Subclasses may override with something cheaper."""
+        return jnp.diagonal(self.gram(x, None, dtype=dtype, **options))
+
+    def __add__(self, other: AbstractKernel) -> Sum:
+        if not isinstance(other, AbstractKernel):
+            return NotImplemented
+        return Sum(self, other)
+
+    def __mul__(self, other: Any) -> AbstractKernel:
+        if isinstance(other, AbstractKernel):
+            return Product(self, other)
+        return Scaled(self, jnp.asarray(other))
+
+    def __rmul__(self, other: Any) -> AbstractKernel:
+        if isinstance(other, AbstractKernel):
+            return Product(other, self)
+        return Scaled(self, jnp.asarray(other))
+
+
+class Sum(AbstractKernel):
+    """K = K1 + K2 (e.g. a tree kernel plus a vector kernel, SVM-Light-TK's `-C +`)."""
+
+    k1: AbstractKernel
+    k2: AbstractKernel
+
+    def gram(self, x1, x2=None, *, dtype=None, **options):
+        return self.k1.gram(x1, x2, dtype=dtype, **options) + self.k2.gram(
+            x1, x2, dtype=dtype, **options
+        )
+
+    def diag(self, x, *, dtype=None, **options):
+        return self.k1.diag(x, dtype=dtype, **options) + self.k2.diag(x, dtype=dtype, **options)
+
+
+class Product(AbstractKernel):
+    """K = K1 * K2, elementwise (SVM-Light-TK's `-C *`)."""
+
+    k1: AbstractKernel
+    k2: AbstractKernel
+
+    def gram(self, x1, x2=None, *, dtype=None, **options):
+        return self.k1.gram(x1, x2, dtype=dtype, **options) * self.k2.gram(
+            x1, x2, dtype=dtype, **options
+        )
+
+    def diag(self, x, *, dtype=None, **options):
+        return self.k1.diag(x, dtype=dtype, **options) * self.k2.diag(x, dtype=dtype, **options)
+
+
+class Scaled(AbstractKernel):
+    """K = c * K1 for a scalar weight c >= 0 (an array leaf: it can be learned)."""
+
+    kernel: AbstractKernel
+    weight: Float[Array, ""]
+
+    def gram(self, x1, x2=None, *, dtype=None, **options):
+        g = self.kernel.gram(x1, x2, dtype=dtype, **options)
+        return self.weight.astype(g.dtype) * g
+
+    def diag(self, x, *, dtype=None, **options):
+        d = self.kernel.diag(x, dtype=dtype, **options)
+        return self.weight.astype(d.dtype) * d
+
+
+def _safe_normalize(g: jax.Array, d1: jax.Array, d2: jax.Array) -> jax.Array:
+    """g / sqrt(d1 d2), 0 where a self-kernel is 0 (double where: finite gradients too)."""
+    denom = d1[:, None] * d2[None, :]
+    ok = denom > 0
+    return jnp.where(ok, g / jnp.sqrt(jnp.where(ok, denom, 1)), 0)
+
+
+class Normalized(AbstractKernel):
+    """K(a, b) / sqrt(K(a, a) K(b, b)); 0 when either self-kernel is 0.
+
+    >>> import jkern
+    >>> t = jkern.trees.parse_penn("(S (NP (DT the)(NN dog))(VP (VBZ runs)))")
+    >>> float(jkern.Normalized(jkern.SST(lam=0.4)).gram([t])[0, 0])
+    1.0
+    """
+
+    kernel: AbstractKernel
+
+    def gram(self, x1, x2=None, *, dtype=None, **options):
+        g = self.kernel.gram(x1, x2, dtype=dtype, **options)
+        if x2 is None:
+            d = jnp.diagonal(g)
+            out = _safe_normalize(g, d, d)
+            # exact ones on the diagonal (where the self-kernel is not 0)
+            return jnp.where(jnp.eye(g.shape[0], dtype=bool) & (d > 0)[:, None], 1, out)
+        d1 = self.kernel.diag(x1, dtype=dtype, **options)
+        d2 = self.kernel.diag(x2, dtype=dtype, **options)
+        return _safe_normalize(g, d1, d2)
+
+    def diag(self, x, *, dtype=None, **options):
+        d = self.kernel.diag(x, dtype=dtype, **options)
+        return jnp.where(d > 0, 1, 0).astype(d.dtype)

@@ -1,0 +1,302 @@
+"""Convolution tree kernels: ST, SST, SST-bow, PTK and SPTK, computed on the forest.
+
+Semantics are SVM-Light-TK's as pinned in ../shared/ref/README.md:
+- ST/SST nodes are internal nodes; two nodes match when their productions are equal; leaf
+  children do not enter the product. ST: Delta = lam prod Delta(children);
+  SST: Delta = lam prod (1 + Delta(children)). SST-bow also counts equal leaves (lam each).
+- PTK nodes include leaves and match on labels:
+  Delta = mu (lam^2 + sum over equal-length child subsequences of lam^gaps prod Delta),
+  with gaps counting skipped children only.
+- SPTK multiplies PTK's Delta by a node similarity sigma(n1, n2): 1 for equal labels,
+  thresholded cosine of word vectors for lexical nodes of the same PoS, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from ..trees._forest import Forest
+from ..trees._svmlight import Example
+from ..trees._tree import Tree
+from ._base import AbstractKernel, resolve_dtype
+from ._engine import GramEngine, MatchPlan, Params, compute_gram
+
+_OVERFLOW = (
+    "tree kernel values overflowed {dtype} (inf/NaN in the Gram matrix): big trees or lam/mu "
+    "near 1 give huge self-kernels. Compute in float64 (dtype='float64', CLI --dtype float64) "
+    "and normalize (Normalized(kernel), CLI --normalize) if you need float32-sized values."
+)
+
+
+def as_trees(xs: Sequence[Any], tree_index: int) -> list[Tree]:
+    """Trees out of a sequence of `Tree`s or `Example`s (taking `trees[tree_index]`)."""
+    out = []
+    for i, x in enumerate(xs):
+        if isinstance(x, Tree):
+            out.append(x)
+        elif isinstance(x, Example):
+            if tree_index >= len(x.trees):
+                raise ValueError(f"example {i} has {len(x.trees)} tree(s), no tree {tree_index}")
+            out.append(x.trees[tree_index])
+        else:
+            raise TypeError(f"item {i}: expected a jkern Tree or Example, got {type(x).__name__}")
+    return out
+
+
+def _check_finite(g: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    msg = _OVERFLOW.format(dtype=dtype.name)
+    if isinstance(g, jax.core.Tracer):
+        return eqx.error_if(g, ~jnp.all(jnp.isfinite(g)), msg)
+    if not bool(jnp.all(jnp.isfinite(g))):
+        raise FloatingPointError(msg)
+    return g
+
+
+class AbstractTreeKernel(AbstractKernel):
+    """A convolution tree kernel evaluated on the forest of its inputs.
+
+    `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
+    per block), `stats` (a dict that receives the work counters).
+    """
+
+    tree_index: eqx.AbstractVar[int]
+
+    @abc.abstractmethod
+    def match_plan(self, forest: Forest) -> MatchPlan:
+        """Which forest nodes take part, how they are grouped for matching."""
+
+    @abc.abstractmethod
+    def params(self) -> Params:
+        """The array parameters the recurrences read."""
+
+    def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=128, stats=None):
+        dt = resolve_dtype(dtype)
+        trees1 = as_trees(x1, self.tree_index)
+        trees2 = None if x2 is None else as_trees(x2, self.tree_index)
+        forest = Forest.build(trees1 if trees2 is None else trees1 + trees2)
+        engine = GramEngine(forest, self.match_plan(forest), dt)
+        rows = np.arange(len(trees1))
+        cols = None if trees2 is None else np.arange(len(trees1), len(trees1) + len(trees2))
+        g = compute_gram(engine, self.params(), rows, cols, block_size=block_size,
+                         progress=progress)
+        if stats is not None:
+            stats.update(
+                trees=len(trees1) + (0 if trees2 is None else len(trees2)),
+                total_nodes=forest.total_nodes(),
+                forest_nodes=forest.n_nodes,
+                delta_entries=engine.counts.delta_entries,
+                node_pairs=engine.counts.node_pairs,
+                blocks=engine.counts.blocks,
+            )
+        return _check_finite(g, dt)
+
+    def diag(self, x, *, dtype=None, block_size=64, **options):
+        dt = resolve_dtype(dtype)
+        trees = as_trees(x, self.tree_index)
+        forest = Forest.build(trees)
+        engine = GramEngine(forest, self.match_plan(forest), dt)
+        params = self.params()
+        parts = []
+        for s in range(0, len(trees), block_size):
+            idx = np.arange(s, min(s + block_size, len(trees)))
+            parts.append(jnp.diagonal(engine.block(idx, idx, params)))
+        d = jnp.concatenate(parts) if parts else jnp.zeros(0, dt)
+        return _check_finite(d, dt)
+
+
+def _internal_production_keys(forest: Forest, with_leaves: bool) -> tuple[np.ndarray, int]:
+    key = forest.production.astype(np.int32).copy()
+    if not with_leaves:
+        key[forest.is_leaf] = -1
+    return key, int(forest.production.max(initial=-1)) + 1
+
+
+def _as_param(x: Any) -> jax.Array:
+    return jnp.asarray(x, dtype=float)
+
+
+class ST(AbstractTreeKernel):
+    """Subtree kernel (Vishwanathan & Smola): counts shared complete subtrees, decay lam.
+
+    >>> import jkern
+    >>> t = jkern.trees.parse_penn("(A (B b))")
+    >>> round(float(jkern.ST(lam=0.4).gram([t])[0, 0]), 12)
+    0.56
+    """
+
+    lam: Float[Array, ""]
+    tree_index: int = eqx.field(static=True)
+
+    def __init__(self, lam: Any = 0.4, *, tree_index: int = 0):
+        self.lam = _as_param(lam)
+        self.tree_index = tree_index
+
+    def match_plan(self, forest):
+        key, n = _internal_production_keys(forest, with_leaves=False)
+        return MatchPlan("aligned", key, n, plus_one=False)
+
+    def params(self):
+        return Params(self.lam, self.lam)
+
+
+class SST(AbstractTreeKernel):
+    """Subset-tree kernel (Collins & Duffy 2002), decay lam.
+
+    >>> import jkern
+    >>> t = jkern.trees.parse_penn("(A (B b))")
+    >>> round(float(jkern.SST(lam=0.4).gram([t])[0, 0]), 12)
+    0.96
+    """
+
+    lam: Float[Array, ""]
+    tree_index: int = eqx.field(static=True)
+
+    def __init__(self, lam: Any = 0.4, *, tree_index: int = 0):
+        self.lam = _as_param(lam)
+        self.tree_index = tree_index
+
+    def match_plan(self, forest):
+        key, n = _internal_production_keys(forest, with_leaves=False)
+        return MatchPlan("aligned", key, n, plus_one=True)
+
+    def params(self):
+        return Params(self.lam, self.lam)
+
+
+class SSTBow(AbstractTreeKernel):
+    """SST plus a bag of words: equal leaves also match, lam each (SVM-Light-TK `-F 2`)."""
+
+    lam: Float[Array, ""]
+    tree_index: int = eqx.field(static=True)
+
+    def __init__(self, lam: Any = 0.4, *, tree_index: int = 0):
+        self.lam = _as_param(lam)
+        self.tree_index = tree_index
+
+    def match_plan(self, forest):
+        key, n = _internal_production_keys(forest, with_leaves=True)
+        return MatchPlan("aligned", key, n, plus_one=True)
+
+    def params(self):
+        return Params(self.lam, self.lam)
+
+
+class PTK(AbstractTreeKernel):
+    """Partial tree kernel (Moschitti 2006): vertical decay mu, horizontal decay lam.
+
+    Args:
+        lam: decay per child-sequence gap (and lam^2 per matched node).
+        mu: decay per node (tree height).
+        max_subseq: longest child subsequence considered (None: all, exact). SVM-Light-TK as
+            distributed stops at 5.
+
+    >>> import jkern
+    >>> t = jkern.trees.parse_penn("(A b)")
+    >>> round(float(jkern.PTK(lam=0.4, mu=0.4).gram([t])[0, 0]), 12)   # 2 mu lam^2 + mu^2 lam^2
+    0.1536
+    """
+
+    lam: Float[Array, ""]
+    mu: Float[Array, ""]
+    max_subseq: int | None = eqx.field(static=True)
+    tree_index: int = eqx.field(static=True)
+
+    def __init__(self, lam: Any = 0.4, mu: Any = 0.4, *, max_subseq: int | None = None,
+                 tree_index: int = 0):
+        self.lam = _as_param(lam)
+        self.mu = _as_param(mu)
+        self.max_subseq = max_subseq
+        self.tree_index = tree_index
+
+    def __check_init__(self):
+        if self.max_subseq is not None and self.max_subseq < 1:
+            raise ValueError(f"max_subseq must be >= 1 or None, got {self.max_subseq}")
+
+    def match_plan(self, forest):
+        return MatchPlan("subseq", forest.label.astype(np.int32), len(forest.vocab),
+                         max_subseq=self.max_subseq)
+
+    def params(self):
+        return Params(self.lam, self.mu)
+
+
+def split_lexical(label: str, is_leaf: bool) -> tuple[str, str] | None:
+    """`(lemma, pos)` of a lexical node label, None for a non-lexical node.
+
+    Lexical nodes are labels `lemma::pos` (dependency trees, GRCT/LCT) and the leaves (words)
+    of constituency trees, whose PoS is "" (their parent's label already has to match).
+    """
+    if "::" in label:
+        lemma, _, pos = label.rpartition("::")
+        return lemma, pos
+    return (label, "") if is_leaf else None
+
+
+class SPTK(AbstractTreeKernel):
+    """Smoothed partial tree kernel (Croce, Moschitti & Basili 2011).
+
+    PTK where two lexical nodes (labels `lemma::pos`, or the words of a constituency tree)
+    of the same PoS match with similarity sigma = cosine of their word vectors when it is at
+    least `threshold` (0 below); other nodes match on equal labels (sigma = 1). With no
+    vectors (or all-orthogonal ones) SPTK equals PTK.
+
+    Args:
+        vocab: words/lemmas, one per row of `vectors`.
+        vectors: `[len(vocab), d]` word vectors (normalized here).
+        lam, mu, max_subseq: as in `PTK`.
+        threshold: similarities below it count as 0.
+    """
+
+    lam: Float[Array, ""]
+    mu: Float[Array, ""]
+    vectors: Float[Array, "vocab dim"]
+    threshold: Float[Array, ""]
+    vocab: tuple[str, ...] = eqx.field(static=True)
+    max_subseq: int | None = eqx.field(static=True)
+    tree_index: int = eqx.field(static=True)
+
+    def __init__(self, vocab: Sequence[str], vectors: Any, lam: Any = 0.4, mu: Any = 0.4, *,
+                 threshold: Any = 0.0, max_subseq: int | None = None, tree_index: int = 0):
+        vectors = jnp.asarray(vectors, dtype=float)
+        if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
+            raise ValueError(
+                f"vectors must be [len(vocab), dim] = [{len(vocab)}, d], got {vectors.shape}"
+            )
+        norms = jnp.linalg.norm(vectors, axis=1, keepdims=True)
+        self.vectors = jnp.where(norms > 0, vectors / jnp.where(norms > 0, norms, 1), 0)
+        self.vocab = tuple(vocab)
+        self.lam = _as_param(lam)
+        self.mu = _as_param(mu)
+        self.threshold = _as_param(threshold)
+        self.max_subseq = max_subseq
+        self.tree_index = tree_index
+
+    def match_plan(self, forest):
+        word_row = {w: i for i, w in enumerate(self.vocab)}
+        n_labels = len(forest.vocab)
+        leaf = forest.is_leaf
+        pos_ids: dict[str, int] = {}
+        key = forest.label.astype(np.int32).copy()
+        vec_index = np.full(forest.n_nodes, -1, np.int32)
+        lexical = [split_lexical(lab, False) for lab in forest.vocab]
+        for u in range(forest.n_nodes):
+            lab = forest.vocab[forest.label[u]]
+            lex = lexical[forest.label[u]] or split_lexical(lab, bool(leaf[u]))
+            if lex is None:
+                continue
+            lemma, pos = lex
+            key[u] = n_labels + pos_ids.setdefault(pos, len(pos_ids))
+            vec_index[u] = word_row.get(lemma, -1)
+        return MatchPlan("subseq", key, n_labels + len(pos_ids), max_subseq=self.max_subseq,
+                         vec_index=vec_index)
+
+    def params(self):
+        return Params(self.lam, self.mu, self.vectors, self.threshold)

@@ -1,0 +1,111 @@
+"""Read trees from any supported file, detecting its format."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+
+from ._errors import TreeParseError
+from ._penn import iter_penn, parse_penn, read_lines
+from ._svmlight import Example, parse_svmlight_line
+from ._tree import Tree
+
+_SVMLIGHT_MARKERS = ("|BT|", "|ET|", "|BV|", "|EV|")
+
+
+def _format(lines: Sequence[str]) -> str:
+    if any(m in text for text in lines for m in _SVMLIGHT_MARKERS):
+        return "svmlight"
+    if lines and "(" not in lines[0] and "tree" in lines[0].split("\t"):
+        return "tsv"
+    return "penn"
+
+
+def _svmlight_examples(lines: Sequence[str], source: str) -> Iterator[tuple[int, Example]]:
+    for number, text in enumerate(lines, 1):
+        if text.strip() and not text.lstrip().startswith("#"):
+            yield number, parse_svmlight_line(text, source=source, line=number)
+
+
+def _tsv_trees(lines: Sequence[str], source: str) -> Iterator[tuple[int, Tree]]:
+    column = lines[0].split("\t").index("tree")
+    for number, text in enumerate(lines[1:], 2):
+        if not text.strip():
+            continue
+        fields = text.split("\t")
+        if len(fields) <= column:
+            problem = f"row has {len(fields)} fields, no 'tree' column (field {column + 1})"
+            raise TreeParseError(source, number, len(text) + 1, problem)
+        start = 1 + sum(len(f) + 1 for f in fields[:column])
+        yield number, parse_penn(fields[column], source=source, line=number, column=start)
+
+
+def read_trees(path: str | os.PathLike[str]) -> list[Tree]:
+    """Read the trees of a file in any supported format, detected from its content.
+
+    - SVM-Light-TK (some line contains `|BT|`, `|ET|`, `|BV|` or `|EV|`): each example's
+      first tree; an example without a tree is an error.
+    - TSV whose first line is a header with a column named `tree` (such as TREC's
+      `qc_train.tsv`): that column of every row.
+    - Otherwise Penn brackets, one tree per line or trees over several lines.
+
+    Files are read as UTF-8, or Latin-1 when they are not valid UTF-8.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The trees, in file order.
+
+    Raises:
+        TreeParseError: malformed input, located as `path:line:column`.
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qc.tsv"
+    >>> _ = p.write_text("coarse\\ttree\\nHUM\\t(S (WP Who))\\n")
+    >>> [t.to_penn() for t in read_trees(p)]
+    ['(S (WP Who))']
+    """
+    source = str(path)
+    lines = read_lines(path)
+    kind = _format(lines)
+    if kind == "tsv":
+        return [tree for _, tree in _tsv_trees(lines, source)]
+    if kind == "penn":
+        return [tree for _, tree in iter_penn(lines, source=source)]
+    trees = []
+    for number, example in _svmlight_examples(lines, source):
+        if not example.trees:
+            raise TreeParseError(source, number, 1, "example has no tree (no |BT| ... |ET|)")
+        trees.append(example.trees[0])
+    return trees
+
+
+def read_examples_any(path: str | os.PathLike[str]) -> list[Example]:
+    """Read examples from a file in any format `read_trees` accepts.
+
+    SVM-Light-TK lines give their examples (with or without trees); a TSV or Penn tree `t`
+    becomes `Example(label=0.0, trees=(t,), vectors=())`.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The examples, in file order.
+
+    Raises:
+        TreeParseError: malformed input, located as `path:line:column`.
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "tb.txt"
+    >>> _ = p.write_text("(A b)\\n")
+    >>> read_examples_any(p)[0].label, read_examples_any(p)[0].trees[0].to_penn()
+    (0.0, '(A b)')
+    """
+    source = str(path)
+    lines = read_lines(path)
+    kind = _format(lines)
+    if kind == "svmlight":
+        return [example for _, example in _svmlight_examples(lines, source)]
+    pairs = _tsv_trees(lines, source) if kind == "tsv" else iter_penn(lines, source=source)
+    return [Example(0.0, (tree,), ()) for _, tree in pairs]
