@@ -1,6 +1,7 @@
 """jkern: kernel methods over structured linguistic data, in JAX."""
 
 from . import kernels as kernels
+from ._cache import enable_compilation_cache as enable_compilation_cache
 from . import trees as trees
 from .kernels import PTK as PTK
 from .kernels import RBF as RBF

@@ -9,6 +9,11 @@ import jax
 import pytest
 
 jax.config.update("jax_enable_x64", True)
+# Compiled recurrences are cached on disk: the CLI's subprocess test and later runs start warm.
+if os.environ.get("JKERN_NO_CACHE") != "1":
+    from jkern._cache import enable_compilation_cache
+
+    enable_compilation_cache(Path(__file__).resolve().parents[1] / ".jax_cache")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
-import pathlib
 
 import pytest
 
@@ -16,19 +14,6 @@ from jkern.data import (
     load_trec,
 )
 from jkern.trees._tree import Tree
-
-_REPO = pathlib.Path(__file__).resolve().parents[1]
-_DATA_DIR = _REPO.parent / "shared" / "data"
-
-
-def _require_trec() -> pathlib.Path:
-    """The shared data folder; skip when TREC is missing, fail under JKERN_REQUIRE_DATA=1."""
-    if (_DATA_DIR / "trec" / "qc_train.tsv").is_file():
-        return _DATA_DIR
-    msg = f"TREC data not found under {_DATA_DIR} (expected trec/qc_train.tsv)"
-    if os.environ.get("JKERN_REQUIRE_DATA") == "1":
-        pytest.fail(msg + " and JKERN_REQUIRE_DATA=1")
-    pytest.skip(msg)
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +124,10 @@ def test_trec_small_file(tmp_path):
 
 
 @pytest.mark.parametrize(("split", "size"), [("train", 5401), ("test", 500)])
-def test_trec_real(split, size):
-    data = load_trec(_require_trec(), split)
+def test_trec_real(shared_data, split, size):
+    # `shared_data` (tests/conftest.py) skips when ../shared/data is missing, fails under
+    # JKERN_REQUIRE_DATA=1.
+    data = load_trec(shared_data, split)
     assert len(data.trees) == len(data.coarse) == len(data.fine) == size
     assert set(data.coarse) == set(TREC_COARSE)
     assert all(t.labels[0] == "ROOT" for t in data.trees)

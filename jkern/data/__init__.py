@@ -1,13 +1,9 @@
 """Loaders for real tree data sets: paths in, trees and labels out."""
 
-from ._pyast import (
-    DEFAULT_PACKAGES as DEFAULT_PACKAGES,
-    StdlibData as StdlibData,
-    ast_to_tree as ast_to_tree,
-    load_stdlib_functions as load_stdlib_functions,
-)
-from ._trec import (
-    TREC_COARSE as TREC_COARSE,
-    TrecData as TrecData,
-    load_trec as load_trec,
-)
+from ._pyast import DEFAULT_PACKAGES as DEFAULT_PACKAGES
+from ._pyast import StdlibData as StdlibData
+from ._pyast import ast_to_tree as ast_to_tree
+from ._pyast import load_stdlib_functions as load_stdlib_functions
+from ._trec import TREC_COARSE as TREC_COARSE
+from ._trec import TrecData as TrecData
+from ._trec import load_trec as load_trec

@@ -26,9 +26,9 @@ import numpy as np
 from ..trees._forest import Forest
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
-_CLASSES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256], np.int64)
+_CLASSES = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256], np.int64)
 # Entry batches are padded to one of these sizes (few shapes -> few compilations).
-_CHUNKS = (1 << 10, 1 << 14, 1 << 18)
+_CHUNKS = (1 << 12, 1 << 18)
 
 
 def _arity_class(arity: np.ndarray) -> np.ndarray:
@@ -177,16 +177,23 @@ def _fill(buf, q, v, out, dev, row_off, pos, params, *, plan_static, a_pad, b_pa
     return buf.at[out].set(vals.astype(buf.dtype))
 
 
-@functools.partial(jax.jit, static_argnames=("n_out",))
-def _accumulate(z, buf, idx, seg, weight, *, n_out):
-    return z + jax.ops.segment_sum(buf[idx] * weight, seg, num_segments=n_out)
+@functools.partial(jax.jit, static_argnames=("n_out",), donate_argnums=(0,))
+def _accumulate(out, buf, idx, seg, weight, *, n_out):
+    return out.at[seg].add(buf[idx] * weight)
 
 
-def _padded_size(n: int) -> int:
-    for c in _CHUNKS:
-        if n <= c:
-            return c
-    return _CHUNKS[-1]
+@functools.partial(jax.jit, static_argnames=("cols",), donate_argnums=(0,))
+def _spread(g, a_shared, z, *, cols):
+    prec = jax.lax.Precision.HIGHEST  # no TF32 on GPUs: these values feed exact results
+    return g + jnp.matmul(a_shared, z.reshape(-1, cols), precision=prec).reshape(-1)
+
+
+def _bucket(n: int, multiple: int = 0) -> int:
+    """A padded size for n: a multiple of `multiple`, else the next power of two (>= 64)."""
+    if multiple:
+        return max(multiple, -(-n // multiple) * multiple)
+    return max(64, 1 << max(0, (n - 1).bit_length()))
+
 
 
 @dataclasses.dataclass
@@ -226,6 +233,8 @@ class GramEngine:
         )
         self._static = (plan.family, plan.plus_one, plan.max_subseq, plan.vec_index is not None)
         self.counts = Counts()
+        self._buf_size = 0
+        self._cols_pad = 0
 
     # -- host-side planning -------------------------------------------------------------
     def _occurrences(self, trees: np.ndarray):
@@ -260,8 +269,9 @@ class GramEngine:
         row_off = np.full(f.n_nodes, -1, np.int32)
         offsets = 1 + np.cumsum(r_len) - r_len  # buf[0] stays 0: the "no match" slot
         row_off[rows] = offsets
-        size = 1 + int(r_len.sum()) + 1  # the last slot takes padded writes
-        dump = size - 1
+        # One buffer size for the whole run where possible: fewer shapes, fewer compilations.
+        size = self._buf_size = max(self._buf_size, _bucket(1 + int(r_len.sum()) + 1))
+        dump = size - 1  # the last slot takes padded writes
         buf = jnp.zeros(size, self.dtype)
         dev_row_off, dev_pos = jnp.asarray(row_off), jnp.asarray(pos)
         height = f.height[rows]
@@ -283,51 +293,88 @@ class GramEngine:
                     v = members[member_idx]
                     out = row_off[q].astype(np.int64) + (member_idx - group_start[m_key[member_idx]])
                     buf = self._run_fill(buf, q, v, out, dump, dev_row_off, dev_pos, params, ac, bc)
-        # Z[q, j] = sum_v Delta(q, v) A[j, v]; then G_block = A_rows Z.
+        return self._contract(buf, rows, row_off, pos, r_node, r_tree, r_count,
+                              c_node, c_tree, c_count, len(row_trees), len(col_trees))
+
+    def _contract(self, buf, rows, row_off, pos, r_node, r_tree, r_count,
+                  c_node, c_tree, c_count, n_rows, n_cols):
+        """G[i, j] = sum_q A[i, q] sum_v Delta(q, v) A[j, v] over the block's rows q.
+
+        A row q that occurs in one row tree only (most phrase nodes) is added straight into
+        that tree's Gram row; rows shared by several row trees (leaves, preterminals, small
+        phrases) are summed once into Z[q, :] and spread by a small dense product.
+        """
+        plan = self.plan
+        n_keys = plan.n_keys
         c_key = plan.key[c_node].astype(np.int64)
-        c_order = np.argsort(c_key, kind="stable")
-        c_node, c_tree, c_count, c_key = c_node[c_order], c_tree[c_order], c_count[c_order], c_key[c_order]
+        order = np.argsort(c_key, kind="stable")
+        c_node, c_tree, c_count, c_key = c_node[order], c_tree[order], c_count[order], c_key[order]
         nnz_start = np.searchsorted(c_key, np.arange(n_keys + 1))
         nnz_len = np.diff(nnz_start)
-        rkeys = plan.key[rows].astype(np.int64)
-        n_cols = len(col_trees)
-        item_len = nnz_len[rkeys]
-        item = _ranges(nnz_start[rkeys], item_len)
-        row_local = np.repeat(np.arange(len(rows)), item_len)
-        idx = np.repeat(row_off[rows].astype(np.int64), item_len) + pos[c_node[item]]
-        seg = row_local * n_cols + c_tree[item]
-        weight = c_count[item]
-        z = jnp.zeros(len(rows) * n_cols, self.dtype)
-        for s in range(0, len(idx), _CHUNKS[-1]):
-            e = min(s + _CHUNKS[-1], len(idx))
-            n = _padded_size(e - s)
-            pad = n - (e - s)
-            z = _accumulate(
-                z,
+        row_index = np.searchsorted(rows, r_node)
+        n_occ = np.bincount(row_index, minlength=len(rows))
+        single = n_occ[row_index] == 1  # occurrence records of rows found in one tree only
+        shared_rows = np.flatnonzero(n_occ > 1)
+        rows_pad = _bucket(n_rows)
+        cols_pad = self._cols_pad = max(self._cols_pad, _bucket(n_cols, 512))
+        g = jnp.zeros(rows_pad * cols_pad, self.dtype)
+        # rows in one tree: items go to G[tree, j]
+        q1 = rows[row_index[single]]
+        g = self._items(g, buf, q1, r_tree[single], r_count[single], row_off, pos,
+                        c_node, c_tree, c_count, nnz_start, nnz_len, cols_pad)
+        if len(shared_rows):
+            qs = rows[shared_rows]
+            zs_pad = _bucket(len(qs))
+            z = jnp.zeros(zs_pad * cols_pad, self.dtype)
+            occ = np.bincount(row_index, weights=r_count, minlength=len(rows))[shared_rows]
+            z = self._items(z, buf, qs, np.arange(len(qs)), np.ones(len(qs), np.int64), row_off,
+                            pos, c_node, c_tree, c_count, nnz_start, nnz_len, cols_pad,
+                            occurrences=occ)
+            a_shared = np.zeros((rows_pad, zs_pad), np.float64)
+            local = np.searchsorted(shared_rows, row_index[~single])
+            np.add.at(a_shared, (r_tree[~single], local), r_count[~single])
+            g = _spread(g, jnp.asarray(a_shared, self.dtype), z, cols=cols_pad)
+        self.counts.blocks += 1
+        return g.reshape(rows_pad, cols_pad)[:n_rows, :n_cols]
+
+    def _items(self, out, buf, q, target, weight_q, row_off, pos, c_node, c_tree, c_count,
+               nnz_start, nnz_len, cols_pad, occurrences=None):
+        """out[target_k * cols_pad + j] += weight_q[k] * sum over q_k's column matches."""
+        keys = self.plan.key[q].astype(np.int64)
+        lens = nnz_len[keys]
+        item = _ranges(nnz_start[keys], lens)
+        rep = np.repeat(np.arange(len(q)), lens)
+        idx = row_off[q].astype(np.int64)[rep] + pos[c_node[item]]
+        seg = target.astype(np.int64)[rep] * cols_pad + c_tree[item]
+        weight = weight_q.astype(np.int64)[rep] * c_count[item]
+        occ = weight_q if occurrences is None else occurrences
+        self.counts.node_pairs += int((occ.astype(np.int64)[rep] * c_count[item]).sum())
+        n_out = out.shape[0]
+        step = _CHUNKS[-1]
+        for s in range(0, len(idx), step):
+            e = min(s + step, len(idx))
+            pad = step - (e - s)
+            out = _accumulate(
+                out,
                 buf,
                 jnp.asarray(np.pad(idx[s:e], (0, pad)).astype(np.int32)),
                 jnp.asarray(np.pad(seg[s:e], (0, pad)).astype(np.int32)),
                 jnp.asarray(np.pad(weight[s:e], (0, pad)).astype(self.dtype)),
-                n_out=len(rows) * n_cols,
+                n_out=n_out,
             )
-        a_rows = np.zeros((len(row_trees), len(rows)), np.float64)
-        np.add.at(a_rows, (r_tree, np.searchsorted(rows, r_node)), r_count)
-        row_occ = np.bincount(np.searchsorted(rows, r_node), weights=r_count, minlength=len(rows))
-        self.counts.node_pairs += int((weight * row_occ[row_local]).sum())
-        self.counts.blocks += 1
-        return jnp.asarray(a_rows, self.dtype) @ z.reshape(len(rows), n_cols)
+        return out
 
     def _run_fill(self, buf, q, v, out, dump, dev_row_off, dev_pos, params, ac, bc):
         a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
         if self.plan.family == "aligned":
             b_pad = a_pad
         self.counts.delta_entries += len(q)
-        # Keep the per-call working set [E, A, B] near a fixed size.
+        # One entry-batch size per (a_pad, b_pad): a single compilation each, and a working
+        # set [E, A, B] of about the same size for every bucket.
         step = max(_CHUNKS[0], _CHUNKS[-1] // max(1, a_pad * b_pad))
         for s in range(0, len(q), step):
             e = min(s + step, len(q))
-            n = min(_padded_size(e - s), step)
-            pad = n - (e - s)
+            pad = step - (e - s)
             buf = _fill(
                 buf,
                 jnp.asarray(np.pad(q[s:e], (0, pad)).astype(np.int32)),

@@ -24,7 +24,7 @@ def gram(kernel: AbstractKernel, x1: Sequence[Any], x2: Sequence[Any] | None = N
     >>> import jkern
     >>> trees = [jkern.trees.parse_penn(s) for s in ["(S (NP (NN a))(VP (VB b)))", "(S (NP (NN a)))"]]
     >>> jkern.gram(jkern.SST(lam=1.0), trees).tolist()
-    [[6.0, 2.0], [2.0, 3.0]]
+    [[15.0, 3.0], [3.0, 6.0]]
     """
     if not isinstance(kernel, AbstractKernel):
         raise TypeError(f"expected a jkern kernel, got {type(kernel).__name__}")

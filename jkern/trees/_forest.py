@@ -93,11 +93,15 @@ class Forest:
         count_node: list[int] = []
         count: list[int] = []
         for ti, tree in enumerate(trees):
-            ids = [0] * len(tree)
+            labels, kids_of = tree.labels, tree.children
+            ids = [0] * len(labels)
             occurrences: dict[int, int] = {}
-            for i in tree.postorder():
-                lab = vocab_ids.setdefault(tree.labels[i], len(vocab_ids))
-                kids = tuple(ids[c] for c in tree.children[i])
+            # Preorder numbering puts children after parents: reversed order is children-first.
+            for i in range(len(labels) - 1, -1, -1):
+                lab = vocab_ids.get(labels[i])
+                if lab is None:
+                    lab = vocab_ids[labels[i]] = len(vocab_ids)
+                kids = tuple([ids[c] for c in kids_of[i]])
                 key = (lab, kids)
                 u = node_ids.get(key)
                 if u is None:
@@ -106,7 +110,7 @@ class Forest:
                     arity.append(len(kids))
                     child_start.append(len(child_flat))
                     child_flat.extend(kids)
-                    height.append(1 + max(height[k] for k in kids) if kids else 0)
+                    height.append(1 + max([height[k] for k in kids]) if kids else 0)
                 ids[i] = u
                 occurrences[u] = occurrences.get(u, 0) + 1
             for u in sorted(occurrences):

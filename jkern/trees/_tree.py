@@ -32,6 +32,15 @@ class Tree:
             raise ValueError("a Tree needs at least one node")
         if len(self.labels) != len(self.children):
             raise ValueError("labels and children must have the same length")
+        # Preorder: every node but the root has exactly one parent, numbered before it.
+        has_parent = [False] * len(self.labels)
+        for i, kids in enumerate(self.children):
+            for c in kids:
+                if not i < c < len(self.labels) or has_parent[c]:
+                    raise ValueError(f"child {c} of node {i} breaks preorder numbering")
+                has_parent[c] = True
+        if not all(has_parent[1:]):
+            raise ValueError("every node but the root needs exactly one parent")
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -1,0 +1,8 @@
+"""`python -m jkern ...`: the `jkern` command line (see `jkern.cli`)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Create .venv (if absent) and install jkern with its test extra, editable. Idempotent.
+# Sourced by scripts/test.sh and scripts/example.sh; can also be run on its own.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [ ! -x .venv/bin/python ]; then
+    if command -v python3.11 >/dev/null 2>&1; then
+        py=python3.11
+    else
+        py=python3
+    fi
+    echo "setup: creating .venv with $py" >&2
+    "$py" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[test]"
