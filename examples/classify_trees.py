@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"gram train {g_train.shape[0]}x{g_train.shape[1]}: {t1 - t0:.2f} s;  "
-        f"test x train {g_test.shape[0]}x{g_test.shape[1]}: {t2 - t1:.2f} s"
+        f"test x train {g_test.shape[0]}x{g_test.shape[1]}: {t2 - t1:.2f} s "
+        "(both include JIT compilation)"
     )
     if not (np.all(np.isfinite(g_train)) and np.all(np.isfinite(g_test))):
         print("error: the Gram matrix has non-finite entries", file=sys.stderr)

@@ -188,6 +188,15 @@ def _spread(g, a_shared, z, *, cols):
     return g + jnp.matmul(a_shared, z.reshape(-1, cols), precision=prec).reshape(-1)
 
 
+def _ladder(n: int) -> int:
+    """Buffer sizes on a coarse ladder (powers of 4 from 2^16): the compiled recurrences
+    depend on the buffer's shape, so few sizes mean few compilations across calls."""
+    size = 1 << 16
+    while size < n:
+        size <<= 2
+    return size
+
+
 def _bucket(n: int, multiple: int = 0) -> int:
     """A padded size for n: a multiple of `multiple`, else the next power of two (>= 64)."""
     if multiple:
@@ -270,7 +279,7 @@ class GramEngine:
         offsets = 1 + np.cumsum(r_len) - r_len  # buf[0] stays 0: the "no match" slot
         row_off[rows] = offsets
         # One buffer size for the whole run where possible: fewer shapes, fewer compilations.
-        size = self._buf_size = max(self._buf_size, _bucket(1 + int(r_len.sum()) + 1))
+        size = self._buf_size = max(self._buf_size, _ladder(2 + int(r_len.sum())))
         dump = size - 1  # the last slot takes padded writes
         buf = jnp.zeros(size, self.dtype)
         dev_row_off, dev_pos = jnp.asarray(row_off), jnp.asarray(pos)

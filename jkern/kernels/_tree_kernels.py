@@ -98,7 +98,7 @@ class AbstractTreeKernel(AbstractKernel):
             )
         return _check_finite(g, dt)
 
-    def diag(self, x, *, dtype=None, block_size=64, **options):
+    def diag(self, x, *, dtype=None, block_size=128, **options):
         dt = resolve_dtype(dtype)
         trees = as_trees(x, self.tree_index)
         forest = Forest.build(trees)
