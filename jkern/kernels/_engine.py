@@ -188,6 +188,10 @@ def _spread(g, a_shared, z, *, cols):
     return g + jnp.matmul(a_shared, z.reshape(-1, cols), precision=prec).reshape(-1)
 
 
+def _pow2(n: int, least: int = 1024) -> int:
+    return max(least, 1 << max(0, (n - 1).bit_length()))
+
+
 def _ladder(n: int) -> int:
     """Buffer sizes on a coarse ladder (powers of 4 from 2^16): the compiled recurrences
     depend on the buffer's shape, so few sizes mean few compilations across calls."""
@@ -231,14 +235,25 @@ class GramEngine:
         self._aclass = _arity_class(f.arity)
         key = plan.key.astype(np.int32)
         vec_index = plan.vec_index if plan.vec_index is not None else np.full_like(key, -1)
+        # Device arrays padded to power-of-two lengths: the compiled recurrences depend on
+        # their shapes, so forests of similar size share compilations.
+        self._n_pad = n_pad = _pow2(f.n_nodes + 1)
         pad = max(int(_CLASSES[self._aclass.max(initial=0)]), 1)
+        flat = np.zeros(_pow2(len(f.child_flat) + pad), np.int32)
+        flat[: len(f.child_flat)] = f.child_flat
+
+        def padded(a, fill):
+            out = np.full(n_pad, fill, np.int32)
+            out[: len(a)] = a
+            return jnp.asarray(out)
+
         self.dev = _DeviceForest(
-            arity=jnp.asarray(f.arity),
-            child_start=jnp.asarray(f.child_start),
-            child_flat=jnp.asarray(np.concatenate([f.child_flat, np.zeros(pad, np.int32)])),
-            key=jnp.asarray(key),
-            label=jnp.asarray(f.label),
-            vec_index=jnp.asarray(vec_index.astype(np.int32)),
+            arity=padded(f.arity, 0),
+            child_start=padded(f.child_start, 0),
+            child_flat=jnp.asarray(flat),
+            key=padded(key, -1),
+            label=padded(f.label, -1),
+            vec_index=padded(vec_index.astype(np.int32), -1),
         )
         self._static = (plan.family, plan.plus_one, plan.max_subseq, plan.vec_index is not None)
         self.counts = Counts()
@@ -267,7 +282,7 @@ class GramEngine:
         members, m_key = members[order], m_key[order]
         group_start = np.searchsorted(m_key, np.arange(n_keys + 1))
         group_len = np.diff(group_start)
-        pos = np.full(f.n_nodes, -1, np.int32)
+        pos = np.full(self._n_pad, -1, np.int32)
         pos[members] = np.arange(len(members)) - group_start[m_key]
         n_cls = len(_CLASSES)
         seg_code = m_key * n_cls + self._aclass[members]
@@ -275,7 +290,7 @@ class GramEngine:
         r_node, r_tree, r_count = self._occurrences(np.asarray(row_trees, np.int64))
         rows = np.unique(r_node)
         r_len = group_len[plan.key[rows]]
-        row_off = np.full(f.n_nodes, -1, np.int32)
+        row_off = np.full(self._n_pad, -1, np.int32)
         offsets = 1 + np.cumsum(r_len) - r_len  # buf[0] stays 0: the "no match" slot
         row_off[rows] = offsets
         # One buffer size for the whole run where possible: fewer shapes, fewer compilations.

@@ -283,20 +283,31 @@ class SPTK(AbstractTreeKernel):
         word_row = {w: i for i, w in enumerate(self.vocab)}
         n_labels = len(forest.vocab)
         leaf = forest.is_leaf
+        lexical = [split_lexical(lab, False) for lab in forest.vocab]
+        # Plain words (constituency leaves) may share their label with internal nodes (the
+        # word "." under the PoS "."); PTK matches those, so every node whose label is also
+        # a plain word goes into the words' group, where sigma is 1 on equal labels.
+        word_labels = np.zeros(n_labels, bool)
+        word_labels[forest.label[leaf]] = True
         pos_ids: dict[str, int] = {}
         key = forest.label.astype(np.int32).copy()
         vec_index = np.full(forest.n_nodes, -1, np.int32)
-        lexical = [split_lexical(lab, False) for lab in forest.vocab]
         for u in range(forest.n_nodes):
-            lab = forest.vocab[forest.label[u]]
-            lex = lexical[forest.label[u]] or split_lexical(lab, bool(leaf[u]))
+            lab_id = forest.label[u]
+            lex = lexical[lab_id]
             if lex is None:
-                continue
+                if not word_labels[lab_id]:
+                    continue
+                lex = (forest.vocab[lab_id], "")
             lemma, pos = lex
             key[u] = n_labels + pos_ids.setdefault(pos, len(pos_ids))
-            vec_index[u] = word_row.get(lemma, -1)
+            if lexical[lab_id] is not None or leaf[u]:  # only lexical nodes get vectors
+                vec_index[u] = word_row.get(lemma, -1)
         return MatchPlan("subseq", key, n_labels + len(pos_ids), max_subseq=self.max_subseq,
                          vec_index=vec_index)
 
     def params(self):
-        return Params(self.lam, self.mu, self.vectors, self.threshold)
+        vectors = self.vectors
+        if vectors.shape[0] == 0 or vectors.shape[1] == 0:  # empty vocabulary: gathers need a row
+            vectors = jnp.zeros((1, max(1, vectors.shape[1])), vectors.dtype)
+        return Params(self.lam, self.mu, vectors, self.threshold)

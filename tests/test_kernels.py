@@ -1,0 +1,483 @@
+"""`jkern.gram` for the tree kernels against SVM-Light-TK's values (../shared/ref), the
+plain-Python oracle (tests/reference_kernels.py) and closed forms.
+
+Every distinct forest (set of trees) and kernel family compiles its own XLA functions, so
+the tests share one module-scoped corpus -- the 50 reference trees, 150 TREC questions and
+a few UD sentences as GRCT/LCT trees -- and read blocks out of its Gram matrices.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jkern
+from jkern.trees import Tree, grct, lct, parse_penn, read_conllu
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reference_kernels as R  # noqa: E402
+
+LAM, MU = 0.4, 0.4
+N_TREC, N_ORACLE_TREC, N_UD = 150, 40, 4
+
+# --------------------------------------------------------------------------- data
+
+
+def _require(path: Path) -> Path:
+    """`path`, or skip (fail under JKERN_REQUIRE_DATA=1) when it is missing."""
+    if path.is_file():
+        return path
+    msg = f"{path} is missing"
+    if os.environ.get("JKERN_REQUIRE_DATA") == "1":
+        pytest.fail(msg + " (JKERN_REQUIRE_DATA=1)")
+    pytest.skip(msg)
+
+
+def _tsv(path: Path) -> list[dict[str, str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[1:] if line.strip()]
+
+
+def load_corpus(shared_data: Path) -> dict[str, list[Tree]]:
+    """The corpus shared by the kernel tests: ref trees, TREC questions, UD GRCT/LCT trees."""
+    ref = [parse_penn(r["tree"]) for r in _tsv(_require(R.REF_DIR / "trees50.tsv"))]
+    trec_path = _require(shared_data / "trec" / "qc_train.tsv")
+    with open(trec_path, encoding="utf-8") as f:
+        next(f)
+        trec = [parse_penn(next(f).rstrip("\n").split("\t")[2]) for _ in range(N_TREC)]
+    sentences = read_conllu(_require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu"))
+    short = [s for s in sentences if 5 <= len(s) <= 12][:N_UD]
+    ud = [grct(s) for s in short] + [lct(s) for s in short]
+    return {"ref": ref, "trec": trec, "ud": ud, "all": ref + trec + ud}
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_data):
+    return load_corpus(shared_data)
+
+
+@pytest.fixture(scope="module")
+def corpus_gram(corpus):
+    """`corpus_gram(kernel)`: the float64 Gram of the whole corpus, cached per kernel."""
+    cache: dict = {}
+
+    def get(kernel):
+        key = (type(kernel).__name__, float(getattr(kernel, "lam", 0)),
+               float(getattr(kernel, "mu", 0)), getattr(kernel, "max_subseq", None))
+        if key not in cache:
+            cache[key] = np.asarray(jkern.gram(kernel, corpus["all"], dtype="float64"))
+        return cache[key]
+
+    return get
+
+
+def assert_rel(got, want, rtol, what=""):
+    """|got - want| <= rtol |want| everywhere (so a 0 must come out exactly 0)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape
+    err = np.abs(got - want)
+    bad = np.argwhere(err > rtol * np.abs(want))
+    if len(bad):
+        i = tuple(bad[0])
+        pytest.fail(f"{what}: {len(bad)} entries off by more than {rtol} relative; first at "
+                    f"{i}: got {got[i]!r}, want {want[i]!r}")
+
+
+# --------------------------------------------------------------------------- 1. SVM-Light-TK
+
+SETTINGS = [  # (kernel, lambda, mu, variant) exactly as in ref_gram.tsv
+    ("ST", 0.4, 0.4, "dist"),
+    ("ST", 1.0, 0.4, "dist"),
+    ("SST", 0.4, 0.4, "dist"),
+    ("SST", 1.0, 0.4, "dist"),
+    ("SST_BOW", 0.4, 0.4, "dist"),
+    ("PTK", 0.4, 0.4, "dist"),
+    ("PTK", 0.4, 0.4, "exact"),
+    ("PTK", 1.0, 1.0, "dist"),
+    ("PTK", 1.0, 1.0, "exact"),
+    ("PTK", 0.8, 0.6, "exact"),
+]
+
+
+def _jkern_kernel(kernel: str, lam: float, mu: float, variant: str):
+    if kernel == "PTK":
+        return jkern.PTK(lam, mu, max_subseq={"dist": 5, "exact": None}[variant])
+    return {"ST": jkern.ST, "SST": jkern.SST, "SST_BOW": jkern.SSTBow}[kernel](lam)
+
+
+@functools.lru_cache(maxsize=1)
+def _ref_rows() -> dict[tuple, np.ndarray]:
+    out: dict[tuple, list] = {}
+    for r in _tsv(R.REF_DIR / "ref_gram.tsv"):
+        key = (r["kernel"], float(r["lambda"]), float(r["mu"]), r["variant"])
+        out.setdefault(key, []).append(
+            (int(r["i"]), int(r["j"]), float(r["raw"]), float(r["normalized"]))
+        )
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def test_corpus_reads_the_reference_trees(corpus):
+    rows = _tsv(R.REF_DIR / "trees50.tsv")
+    assert [len(t) for t in corpus["ref"]] == [int(r["n_nodes"]) for r in rows]
+    assert corpus["ref"] == R.read_ref_trees()  # jkern's parser == the oracle's reader
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: "-".join(map(str, s)))
+def test_gram_reproduces_svmlight_tk(corpus, corpus_gram, setting):
+    _require(R.REF_DIR / "ref_gram.tsv")
+    rows = _ref_rows()[setting]
+    assert len(rows) == 50 * 51 // 2
+    i, j = rows[:, 0].astype(int), rows[:, 1].astype(int)
+    k = _jkern_kernel(*setting)
+    g = corpus_gram(k)  # the ref trees are the corpus' first 50
+    assert_rel(g[i, j], rows[:, 2], 1e-9, f"raw {setting}")
+    gn = np.asarray(jkern.gram(jkern.Normalized(k), corpus["all"], dtype="float64"))
+    assert_rel(gn[i, j], rows[:, 3], 1e-9, f"normalized {setting}")
+
+
+# --------------------------------------------------------------------------- 2. oracle
+
+
+@functools.cache
+def _oracle_gram(name: str, trees: tuple[Tree, ...], **kw) -> np.ndarray:
+    f = {"ST": R.st, "SST": R.sst, "SST_BOW": R.sst_bow, "PTK": R.ptk}[name]
+    n = len(trees)
+    g = np.zeros((n, n))
+    for a in range(n):
+        for b in range(a, n):
+            g[a, b] = g[b, a] = f(trees[a], trees[b], **kw)
+    return g
+
+
+def _oracle_trees(corpus) -> tuple[tuple[Tree, ...], np.ndarray]:
+    """The first 40 TREC trees and the UD trees, and their rows in the corpus."""
+    n_ref = len(corpus["ref"])
+    idx = np.r_[n_ref : n_ref + N_ORACLE_TREC, n_ref + N_TREC : len(corpus["all"])]
+    return tuple(corpus["all"][k] for k in idx), idx
+
+
+@pytest.mark.parametrize(
+    "name, kernel",
+    [("ST", jkern.ST(LAM)), ("SST", jkern.SST(LAM)), ("SST_BOW", jkern.SSTBow(LAM)),
+     ("PTK", jkern.PTK(LAM, MU))],
+    ids=["ST", "SST", "SST_BOW", "PTK"],
+)
+def test_gram_matches_oracle_on_real_trees(corpus, corpus_gram, name, kernel):
+    trees, idx = _oracle_trees(corpus)
+    assert any("::" in lab for t in trees for lab in t.labels)  # lexical nodes present
+    kw = {"lam": LAM} if name != "PTK" else {"lam": LAM, "mu": MU}
+    want = _oracle_gram(name, trees, **kw)
+    assert np.count_nonzero(want) > len(trees)  # plenty of off-diagonal matches
+    assert_rel(corpus_gram(kernel)[np.ix_(idx, idx)], want, 1e-9, name)
+
+
+def test_ptk_max_subseq_matches_oracle(corpus):
+    # trees with at most 4 children per node: fewer shapes to compile, and the limit still
+    # bites (3 against 3 children)
+    trees = tuple(t for t in _oracle_trees(corpus)[0] if max(map(len, t.children)) <= 4)
+    assert len(trees) >= 30 and any("::" in lab for t in trees for lab in t.labels)
+    g = jkern.gram(jkern.PTK(0.6, 0.8, max_subseq=2), list(trees), dtype="float64")
+    want = _oracle_gram("PTK", trees, lam=0.6, mu=0.8, max_subseq=2)
+    assert_rel(g, want, 1e-9, "PTK max_subseq=2")
+    exact = _oracle_gram("PTK", trees, lam=0.6, mu=0.8)
+    assert np.any(np.abs(exact - want) > 1e-6 * exact)  # the limit does bite here
+
+
+# --------------------------------------------------------------------------- 3. forest = pairs
+
+
+@pytest.mark.parametrize(
+    "kernel, n_pairs", [(jkern.SST(LAM), 3), (jkern.PTK(LAM, MU), 2)], ids=["SST", "PTK"]
+)
+def test_forest_gram_equals_pairwise_gram(corpus, corpus_gram, kernel, n_pairs):
+    g = corpus_gram(kernel)
+    _, idx = _oracle_trees(corpus)
+    rng = np.random.default_rng(0)
+    # pairs with shared structure (non-zero entries), one of them a tree with itself
+    cand = [(a, b) for a in idx for b in idx if a < b and g[a, b] > 0]
+    picks = [cand[k] for k in rng.choice(len(cand), n_pairs - 1, replace=False)]
+    picks.append((idx[-1], idx[-1]))
+    for a, b in picks:
+        ta, tb = corpus["all"][a], corpus["all"][b]
+        got = jkern.gram(kernel, [ta], [tb], dtype="float64")
+        assert got.shape == (1, 1)
+        assert_rel(got[0, 0], g[a, b], 1e-12, f"pair {(a, b)}")
+        assert_rel(jkern.gram(kernel, [tb], dtype="float64")[0, 0], g[b, b], 1e-12,
+                   f"self {b}")
+
+
+def test_rectangular_gram_is_a_block_of_the_square_one(corpus, corpus_gram):
+    # (SST only: the rectangular blocks are family-independent, and each family recompiles)
+    kernel = jkern.SST(LAM)
+    trees, g = corpus["all"], corpus_gram(kernel)
+    cut = 70  # A + B is the corpus: the same forest as the square Gram
+    ab = np.asarray(jkern.gram(kernel, trees[:cut], trees[cut:], dtype="float64"))
+    assert ab.shape == (cut, len(trees) - cut)
+    assert_rel(ab, g[:cut, cut:], 1e-12, "G[A, B]")
+    ba = np.asarray(jkern.gram(kernel, trees[cut:], trees[:cut], dtype="float64"))
+    assert_rel(ba, g[cut:, :cut], 1e-12, "G[B, A]")
+
+
+def test_stats_counts_the_work(corpus):
+    stats: dict = {}
+    trees = corpus["all"]
+    jkern.gram(jkern.SST(LAM), trees, dtype="float64", stats=stats)
+    assert stats["trees"] == len(trees)
+    assert stats["total_nodes"] == sum(len(t) for t in trees)
+    assert 0 < stats["forest_nodes"] < stats["total_nodes"]  # shared subtrees stored once
+    assert stats["delta_entries"] > 0 and stats["node_pairs"] > 0
+
+
+# --------------------------------------------------------------------------- 4. SPTK
+
+SPTK_TREES = [
+    "(S (NP (DT the)(NN dog))(VP (VBZ barks)))",
+    "(S (NP (DT a)(NN cat))(VP (VBZ meows)(ADVP (RB loudly))))",
+    "(S (NP (DT the)(JJ big)(NN puppy))(VP (VBZ barks)(ADVP (RB softly))))",
+    "(NP (DT the)(NN hound))",
+    "(bark::v (root)(VERB)(dog::n (nsubj)(NOUN)(the::det (det)(DET))))",
+    "(meow::v (root)(VERB)(cat::n (nsubj)(NOUN)(a::det (det)(DET)))(loudly::r (advmod)(ADV)))",
+    "(bark::v (root)(VERB)(puppy::n (nsubj)(NOUN)(big::j (amod)(ADJ))))",
+]
+SPTK_VOCAB = ["dog", "cat", "puppy", "hound", "bark", "barks", "meow", "meows", "the", "a",
+              "loudly", "softly"]  # "big" left out on purpose
+
+
+@pytest.fixture(scope="module")
+def sptk_trees(shared_data):
+    trees = [parse_penn(s) for s in SPTK_TREES]
+    short = [s for s in read_conllu(
+        _require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu")) if len(s) <= 6][:2]
+    trees += [lct(s) for s in short]
+    leaves = {t.labels[i] for t in trees for i in range(len(t)) if t.is_leaf(i)}
+    internal = {t.labels[i] for t in trees for i in range(len(t)) if not t.is_leaf(i)}
+    assert not leaves & internal  # so the oracle's sigma can tell words by their label
+    return trees, leaves
+
+
+def _sptk_vectors(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(len(SPTK_VOCAB), len(SPTK_VOCAB)))
+    for a, b in [("cat", "dog"), ("puppy", "dog"), ("hound", "dog"), ("meow", "bark"),
+                 ("meows", "barks"), ("a", "the"), ("softly", "loudly")]:
+        v[SPTK_VOCAB.index(a)] = v[SPTK_VOCAB.index(b)] + 0.8 * v[SPTK_VOCAB.index(a)]
+    return v
+
+
+def _lexical(label: str, leaves: set[str]) -> tuple[str, str] | None:
+    if "::" in label:
+        lemma, _, pos = label.rpartition("::")
+        return lemma, pos
+    return (label, "") if label in leaves else None
+
+
+def _sigma(vectors: np.ndarray, threshold: float, leaves: set[str]):
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    row = {w: i for i, w in enumerate(SPTK_VOCAB)}
+
+    def sigma(a: str, b: str) -> float:
+        if a == b:
+            return 1.0
+        la, lb = _lexical(a, leaves), _lexical(b, leaves)
+        if la is None or lb is None or la[1] != lb[1] or la[0] not in row or lb[0] not in row:
+            return 0.0
+        cos = float(unit[row[la[0]]] @ unit[row[lb[0]]])
+        return min(cos, 1.0) if cos >= threshold else 0.0
+
+    return sigma
+
+
+def test_sptk_with_orthogonal_or_unused_vectors_is_ptk(sptk_trees):
+    trees, _ = sptk_trees
+    ptk = np.asarray(jkern.gram(jkern.PTK(LAM, MU), trees, dtype="float64"))
+    n = len(SPTK_VOCAB)
+    identity = jkern.SPTK(SPTK_VOCAB, np.eye(n), LAM, MU)
+    assert_rel(jkern.gram(identity, trees, dtype="float64"), ptk, 1e-12, "identity vectors")
+    unused = jkern.SPTK([f"zz{k}" for k in range(n)], _sptk_vectors(1), LAM, MU, threshold=0.3)
+    assert_rel(jkern.gram(unused, trees, dtype="float64"), ptk, 1e-12, "vocabulary unused")
+
+
+def test_sptk_matches_oracle_with_word_similarities(sptk_trees):
+    trees, leaves = sptk_trees
+    vectors, threshold = _sptk_vectors(), 0.3
+    k = jkern.SPTK(SPTK_VOCAB, vectors, LAM, MU, threshold=threshold)
+    g = np.asarray(jkern.gram(k, trees, dtype="float64"))
+    sigma = _sigma(vectors, threshold, leaves)
+    n = len(trees)
+    want = np.array([[R.sptk(trees[a], trees[b], LAM, MU, sigma) for b in range(n)]
+                     for a in range(n)])
+    assert_rel(g, want, 1e-9, "SPTK")
+    ptk = np.array([[R.ptk(trees[a], trees[b], LAM, MU) for b in range(n)] for a in range(n)])
+    assert np.all(want >= ptk) and np.sum(want > ptk * (1 + 1e-9)) >= 6  # smoothing matters
+
+
+def test_sptk_equals_ptk_when_a_word_is_also_a_label():
+    # (. ?) and (. .): the word "." and the PoS node "." share a label, as in real parses;
+    # likewise a GRCT relation node "nsubj" and an LCT leaf "nsubj".
+    trees = [parse_penn("(S (NP (NN dogs))(. .))"), parse_penn("(S (NP (NN cats))(. ?))")]
+    ptk = jkern.gram(jkern.PTK(LAM, MU), trees, dtype="float64")
+    sptk = jkern.gram(jkern.SPTK(["dogs", "cats"], np.eye(2), LAM, MU), trees,
+                      dtype="float64")
+    assert_rel(sptk, ptk, 1e-12, "SPTK vs PTK")
+
+
+def test_sptk_with_empty_vocabulary_is_ptk():
+    trees = [parse_penn("(S (NP (NN dogs))(VP bark))"), parse_penn("(S (NP (NN cats))(VP bark))")]
+    ptk = jkern.gram(jkern.PTK(LAM, MU), trees, dtype="float64")
+    sptk = jkern.gram(jkern.SPTK([], np.zeros((0, 3)), LAM, MU), trees, dtype="float64")
+    assert_rel(sptk, ptk, 1e-12, "SPTK vs PTK")
+
+
+# --------------------------------------------------------------------------- 5. overflow
+
+
+def _clauses(n: int) -> Tree:
+    """A right-branching chain of n clauses `(S (NP (DT the)(NN dog))(VP (VBZ barks)) S)`."""
+    text = "(S (NP (DT the)(NN dog))(VP (VBZ barks)))"
+    for _ in range(n - 1):
+        text = f"(S (NP (DT the)(NN dog))(VP (VBZ barks)){text})"
+    return parse_penn(text)
+
+
+def test_float32_overflow_raises_and_float64_is_finite():
+    tree = _clauses(48)
+    assert len(tree) >= 400
+    k = jkern.PTK(1.0, 1.0)
+    with pytest.raises(FloatingPointError, match="float64"):
+        jkern.gram(k, [tree], dtype="float32")
+    g = np.asarray(jkern.gram(k, [tree], dtype="float64"))
+    assert np.isfinite(g).all() and g[0, 0] > np.finfo(np.float32).max
+    assert jkern.gram(jkern.Normalized(k), [tree], dtype="float64")[0, 0] == 1.0
+
+
+# --------------------------------------------------------------------------- 6. huge inputs
+
+
+def _ptk_wide_closed_form(n: int, lam: float, mu: float) -> float:
+    """PTK self-kernel of `(A w0 ... w{n-1})` (distinct leaves): only I1 = I2 matches."""
+    x, acc, s = mu * lam**2, 0.0, 0.0
+    for _ in range(n):  # f(i) = x (1 + sum_{j<i} lam^(2 (i-j-1)) f(j)), s = sum f
+        f = x * (1 + acc)
+        s += f
+        acc = lam**2 * acc + f
+    return n * mu * lam**2 + mu * (lam**2 + s)
+
+
+def _chain_closed_form(n: int, lam: float, mu: float, kind: str) -> float:
+    """Self-kernel of the unary chain `(A (A ... (A a)))` with n A nodes."""
+    if kind == "PTK":  # nodes at heights 0 (leaf a) .. n; equal heights / min height m
+        eq, ne, total = mu * lam**2, 0.0, mu * lam**2
+        for m in range(1, n + 1):
+            eq, ne = mu * (lam**2 + eq), mu * (lam**2 + ne)
+            total += eq + 2 * (n - m) * ne
+        return total
+    # SST: heights 1 (A -> word a) .. n (A -> node A); height 1 only matches height 1
+    eq, ne, total = lam, 0.0, lam
+    for m in range(2, n + 1):
+        eq, ne = lam * (1 + eq), lam * (1 + ne)
+        total += eq + 2 * (n - m) * ne
+    return total
+
+
+def _chain(n: int) -> Tree:
+    return Tree(("A",) * n + ("a",), tuple((i + 1,) for i in range(n)) + ((),))
+
+
+def _wide_leaves(n: int) -> Tree:
+    return Tree.from_nested(("A", [f"w{i}" for i in range(n)]))
+
+
+def _wide_preterminals(n: int) -> Tree:
+    return Tree.from_nested(("A", [("B", ["b"])] * n))
+
+
+def test_closed_forms_match_oracle():
+    for n in (1, 2, 7):
+        t = _wide_leaves(n)
+        assert R.ptk(t, t, 0.5, 0.7) == pytest.approx(_ptk_wide_closed_form(n, 0.5, 0.7),
+                                                      rel=1e-12)
+    for n in (1, 2, 3, 12):
+        t = _chain(n)
+        assert R.ptk(t, t, 0.5, 0.7) == pytest.approx(
+            _chain_closed_form(n, 0.5, 0.7, "PTK"), rel=1e-12)
+        assert R.sst(t, t, 0.5) == pytest.approx(_chain_closed_form(n, 0.5, 0.7, "SST"),
+                                                 rel=1e-12)
+
+
+def test_ptk_wide_node_and_deep_chain():
+    wide, chain = _wide_leaves(200), _chain(500)
+    g = np.asarray(jkern.gram(jkern.PTK(LAM, MU), [wide, chain], dtype="float64"))
+    assert_rel(g[0, 0], _ptk_wide_closed_form(200, LAM, MU), 1e-9, "wide")
+    assert_rel(g[1, 1], _chain_closed_form(500, LAM, MU, "PTK"), 1e-9, "chain")
+    # the wide root A matches every A of the chain, with no matching children
+    assert_rel(g[0, 1], 500 * MU * LAM**2, 1e-9, "wide vs chain")
+
+
+def _big_tree(shared_data: Path, n_nodes: int = 10_000) -> tuple[Tree, list[Tree]]:
+    """TREC questions hung on a right-branching spine of DOC nodes, >= n_nodes in all."""
+    parts, texts, total = [], [], 0
+    with open(_require(shared_data / "trec" / "qc_train.tsv"), encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            texts.append(line.rstrip("\n").split("\t")[2])
+            parts.append(parse_penn(texts[-1]))
+            total += len(parts[-1]) + 1
+            if total >= n_nodes:
+                break
+    return parse_penn("".join(f"(DOC {t} " for t in texts) + ")" * len(texts)), parts
+
+
+def test_sst_wide_node_deep_chain_and_10k_node_tree(shared_data):
+    wide, chain = _wide_preterminals(200), _chain(500)
+    big, parts = _big_tree(shared_data)
+    assert len(big) >= 10_000 and max(big.heights()) > 300
+    probes = parts[:20]
+    g = np.asarray(jkern.gram(jkern.SST(LAM), [wide, chain, big, *probes], dtype="float64"))
+    assert_rel(g[0, 0], 200 * 200 * LAM + LAM * (1 + LAM) ** 200, 1e-9, "wide")
+    assert_rel(g[1, 1], _chain_closed_form(500, LAM, MU, "SST"), 1e-9, "chain")
+    assert g[0, 1] == 0 and g[0, 2] == 0 and g[1, 2] == 0
+    assert np.isfinite(g[2, 2]) and g[2, 2] > 0
+    # DOC nodes match nothing in a question: K(big, q) = sum over the parts of K(part, q)
+    parts_g = np.asarray(jkern.gram(jkern.SST(LAM), parts, probes, dtype="float64"))
+    assert_rel(g[2, 3:], parts_g.sum(axis=0), 1e-9, "K(big, q)")
+    assert_rel(g[3:, 3:], parts_g[:20], 1e-12, "K(part, q)")
+
+
+# --------------------------------------------------------------------------- 7. errors
+
+
+def test_non_tree_input_raises_type_error():
+    t = parse_penn("(S (NP (NN a)))")
+    with pytest.raises(TypeError, match="Tree"):
+        jkern.gram(jkern.SST(LAM), ["(S (NP (NN a)))"])
+    with pytest.raises(TypeError, match="item 1"):
+        jkern.gram(jkern.PTK(LAM, MU), [t, 3])
+    with pytest.raises(TypeError, match="item 0"):
+        jkern.gram(jkern.SST(LAM), [t], [None])
+    with pytest.raises(TypeError, match="kernel"):
+        jkern.gram(R.sst, [t])
+
+
+def test_bad_configuration_raises_value_error():
+    with pytest.raises(ValueError, match="max_subseq"):
+        jkern.PTK(LAM, MU, max_subseq=0)
+    with pytest.raises(ValueError, match="vectors"):
+        jkern.SPTK(["a", "b"], jnp.ones((3, 4)))
+    with pytest.raises(ValueError, match="float32 or float64"):
+        jkern.gram(jkern.SST(LAM), [parse_penn("(A b)")], dtype="int32")
+
+
+def test_one_node_trees():
+    leaf, pre = Tree(("a",), ((),)), parse_penn("(A a)")
+    assert math.isclose(R.ptk(leaf, pre, LAM, MU), MU * LAM**2)
+    g = jkern.gram(jkern.PTK(LAM, MU), [leaf, pre], dtype="float64")
+    assert_rel(g, [[MU * LAM**2, MU * LAM**2], [MU * LAM**2, 2 * MU * LAM**2 + MU**2 * LAM**2]],
+               1e-12, "PTK")
