@@ -353,3 +353,18 @@ def read_ref_trees(path: Path | None = None) -> list[Tree]:
                              f"{fields[col['n_nodes']]}")
         trees[int(fields[col["id"]])] = t
     return [trees[k] for k in sorted(trees)]
+
+
+# The settings of ../shared/ref/ref_gram.tsv, shared by the tests that read it.
+SETTINGS = [  # (kernel, lambda, mu, variant) exactly as in ref_gram.tsv
+    ("ST", 0.4, 0.4, "dist"),
+    ("ST", 1.0, 0.4, "dist"),
+    ("SST", 0.4, 0.4, "dist"),
+    ("SST", 1.0, 0.4, "dist"),
+    ("SST_BOW", 0.4, 0.4, "dist"),
+    ("PTK", 0.4, 0.4, "dist"),
+    ("PTK", 0.4, 0.4, "exact"),
+    ("PTK", 1.0, 1.0, "dist"),
+    ("PTK", 1.0, 1.0, "exact"),
+    ("PTK", 0.8, 0.6, "exact"),
+]

@@ -93,18 +93,7 @@ def assert_rel(got, want, rtol, what=""):
 
 # --------------------------------------------------------------------------- 1. SVM-Light-TK
 
-SETTINGS = [  # (kernel, lambda, mu, variant) exactly as in ref_gram.tsv
-    ("ST", 0.4, 0.4, "dist"),
-    ("ST", 1.0, 0.4, "dist"),
-    ("SST", 0.4, 0.4, "dist"),
-    ("SST", 1.0, 0.4, "dist"),
-    ("SST_BOW", 0.4, 0.4, "dist"),
-    ("PTK", 0.4, 0.4, "dist"),
-    ("PTK", 0.4, 0.4, "exact"),
-    ("PTK", 1.0, 1.0, "dist"),
-    ("PTK", 1.0, 1.0, "exact"),
-    ("PTK", 0.8, 0.6, "exact"),
-]
+SETTINGS = R.SETTINGS
 
 
 def _jkern_kernel(kernel: str, lam: float, mu: float, variant: str):
