@@ -13,9 +13,11 @@ ever touched; symmetric Grams compute each block against the trees at or after i
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import sys
+import threading
 import time
 from typing import Any, NamedTuple
 
@@ -27,8 +29,18 @@ from ..trees._forest import Forest
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
 _CLASSES = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256], np.int64)
+# Child-pair grids up to this many cells get the unrolled subsequence DP.
+_UNROLL = 64
 # Entry batches are padded to one of these sizes (few shapes -> few compilations).
 _CHUNKS = (1 << 12, 1 << 18)
+# buf[0] is 0 (the "no match" slot), buf[1] holds residual mode's constant mu lam^2.
+_FIRST_SLOT = 2
+# Residual-mode pair selection: groups with at least this many (row, member) candidates are
+# tested as one dense bitset outer product; candidate arrays are built in chunks of this size.
+_DENSE_GROUP = 1 << 16
+_PAIR_CHUNK = 1 << 23
+# Sorted Delta entries go to the device in pieces of this many entries.
+_PIECE = 1 << 21
 
 
 def _arity_class(arity: np.ndarray) -> np.ndarray:
@@ -60,6 +72,9 @@ class MatchPlan:
         plus_one: SST's (1 + Delta(child)) factors; False gives ST's plain product.
         max_subseq: PTK's limit on child-subsequence length (None: no limit).
         vec_index: `int32[F]` row of a node in the similarity table (SPTK), -1 if none.
+        residual: (PTK) every same-group pair has Delta = mu lam^2 + R with R = 0 unless both
+            nodes are internal and share a child key. Only R is stored and computed, only
+            where it can be non-zero; the constant part is contracted per group.
     """
 
     family: str
@@ -68,6 +83,7 @@ class MatchPlan:
     plus_one: bool = True
     max_subseq: int | None = None
     vec_index: np.ndarray | None = None
+    residual: bool = False
 
 
 class Params(NamedTuple):
@@ -103,6 +119,19 @@ def _subseq_sum(s: jax.Array, lam: jax.Array, max_subseq: int | None) -> jax.Arr
     jj = jnp.arange(b)
     # decay[j', j] = lam^(j - j') for j' <= j: a row-wise decayed cumulative sum as a matmul.
     decay_b = jnp.where(jj[:, None] <= jj[None, :], lam ** jnp.maximum(jj[None, :] - jj[:, None], 0), 0)
+    if (max_subseq is None or max_subseq >= min(a, b)) and a * b <= _UNROLL:
+        # Small nodes: the same recurrence unrolled into one fused elementwise program
+        # (a scan costs ~10x more per entry at these sizes on a CPU).
+        p_prev, total = None, 0
+        for i in range(a):
+            p_row, run = [], None
+            for j in range(b):
+                x = s[:, i, j] if p_prev is None or j == 0 else s[:, i, j] * (1 + p_prev[j - 1])
+                total = total + x
+                run = x if run is None else x + lam * run
+                p_row.append(run if p_prev is None else run + lam * p_prev[j])
+            p_prev = p_row
+        return total
     if max_subseq is None or max_subseq >= min(a, b):
         # X = S * (1 + shift(P)), P the 2-D decayed prefix sum of X, built row by row.
         def row(carry, s_row):
@@ -128,7 +157,7 @@ def _subseq_sum(s: jax.Array, lam: jax.Array, max_subseq: int | None) -> jax.Arr
 
 
 def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, a_pad, b_pad):
-    family, plus_one, max_subseq, smoothed = plan_static
+    family, plus_one, max_subseq, smoothed, residual = plan_static
     dtype = buf.dtype
     lam = jnp.asarray(params.lam, dtype)
     if family == "aligned":
@@ -143,6 +172,17 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
         factors = jnp.where(internal, (1 + s) if plus_one else s, 1)
         return lam * jnp.prod(factors, axis=1)
     mu = jnp.asarray(params.mu, dtype)
+    if residual:
+        # R(q, v) = mu * DP over child pairs, a child pair's Delta being mu lam^2 + its R
+        # (R = 0 where it has no row: leaves, pairs never computed).
+        cq, vq = _children(dev, q, a_pad)
+        cv, vv = _children(dev, v, b_pad)
+        off, p = row_off[cq], pos[cv]
+        same = vq[:, :, None] & vv[:, None, :] & (dev.key[cq][:, :, None] == dev.key[cv][:, None, :])
+        stored = same & (off >= 0)[:, :, None] & (p >= 0)[:, None, :]
+        r = jnp.where(stored, buf[jnp.where(stored, off[:, :, None] + p[:, None, :], 0)], 0)
+        s = jnp.where(same, buf[1] + r, 0)
+        return mu * _subseq_sum(s, lam, max_subseq)
     if smoothed:
         iq, iv = dev.vec_index[q], dev.vec_index[v]
         have = (iq >= 0) & (iv >= 0)
@@ -168,9 +208,15 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
 
 
 @functools.partial(
-    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad"), donate_argnums=(0,)
+    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad", "step"), donate_argnums=(0,)
 )
-def _fill(buf, q, v, out, dev, row_off, pos, params, *, plan_static, a_pad, b_pad):
+def _fill(buf, piece, start, count, dev, row_off, pos, params, *, plan_static, a_pad, b_pad, step):
+    """Delta entries piece[:, start:start+count] (rows q, columns v, buf slots) into buf."""
+    part = jax.lax.dynamic_slice_in_dim(piece, start, step, axis=1)
+    live = jnp.arange(step) < count
+    q = jnp.where(live, part[0], 0)
+    v = jnp.where(live, part[1], 0)
+    out = jnp.where(live, part[2], buf.shape[0] - 1)  # the last slot takes padded writes
     vals = _entry_values(
         buf, q, v, dev, row_off, pos, params, plan_static=plan_static, a_pad=a_pad, b_pad=b_pad
     )
@@ -186,6 +232,31 @@ def _accumulate(out, buf, idx, seg, weight, *, n_out):
 def _spread(g, a_shared, z, *, cols):
     prec = jax.lax.Precision.HIGHEST  # no TF32 on GPUs: these values feed exact results
     return g + jnp.matmul(a_shared, z.reshape(-1, cols), precision=prec).reshape(-1)
+
+
+def _child_key_bits(f: Forest, key: np.ndarray, n_keys: int) -> np.ndarray:
+    """`uint64[2, F]`: a bitset of each node's child keys (word 0: the 64 most frequent
+    child keys, one bit each; word 1: the others, hashed)."""
+    parent = np.repeat(np.arange(f.n_nodes), f.arity)
+    ck = key[f.child_flat].astype(np.int64)
+    parent, ck = parent[ck >= 0], ck[ck >= 0]
+    top = np.argsort(-np.bincount(ck, minlength=n_keys), kind="stable")[:64]
+    bit = np.full(n_keys, -1, np.int64)
+    bit[top] = np.arange(len(top))
+    b = bit[ck]
+    word = (b < 0).astype(np.int64)
+    b = np.where(b < 0, (ck * 2654435761) % 64, b)
+    mask = np.zeros((2, f.n_nodes), np.uint64)
+    np.bitwise_or.at(mask, (word, parent), np.left_shift(np.uint64(1), b.astype(np.uint64)))
+    return mask
+
+
+@functools.partial(jax.jit, static_argnames=("size", "dtype", "residual"))
+def _new_buffer(params, *, size, dtype, residual):
+    buf = jnp.zeros(size, dtype)
+    if residual:
+        buf = buf.at[1].set(jnp.asarray(params.mu, dtype) * jnp.asarray(params.lam, dtype) ** 2)
+    return buf
 
 
 def _pow2(n: int, least: int = 1024) -> int:
@@ -214,6 +285,7 @@ class Counts:
     """Work counters: they do not drift with the machine."""
 
     delta_entries: int = 0  # Delta(q, v) values computed (distinct subtree pairs)
+    constant_entries: int = 0  # residual mode: same-group pairs skipped (Delta = mu lam^2)
     node_pairs: int = 0  # matched node pairs these stand for (sum over tree pairs)
     blocks: int = 0
 
@@ -255,10 +327,28 @@ class GramEngine:
             label=padded(f.label, -1),
             vec_index=padded(vec_index.astype(np.int32), -1),
         )
-        self._static = (plan.family, plan.plus_one, plan.max_subseq, plan.vec_index is not None)
+        self._static = (plan.family, plan.plus_one, plan.max_subseq, plan.vec_index is not None,
+                        plan.residual)
+        # Nodes that get Delta rows/columns: all matchable ones, or (residual) internal ones.
+        self._stored = key >= 0
+        if plan.residual:
+            self._stored &= f.arity > 0
+            self._mask = _child_key_bits(f, key, plan.n_keys)
         self.counts = Counts()
         self._buf_size = 0
         self._cols_pad = 0
+        self._lock = threading.Lock()  # blocks run on several threads (compute_gram)
+
+    def _count(self, **added: int) -> None:
+        with self._lock:
+            for name, value in added.items():
+                setattr(self.counts, name, getattr(self.counts, name) + int(value))
+
+    def _grow(self, attr: str, size: int) -> int:
+        """Keeps a padded size monotone over calls (fewer shapes, fewer compilations)."""
+        with self._lock:
+            setattr(self, attr, max(getattr(self, attr), size))
+            return getattr(self, attr)
 
     # -- host-side planning -------------------------------------------------------------
     def _occurrences(self, trees: np.ndarray):
@@ -273,10 +363,12 @@ class GramEngine:
     def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params) -> jax.Array:
         """`G[row_trees, col_trees]` as a `[len(row_trees), len(col_trees)]` array."""
         f, plan = self.forest, self.plan
-        n_keys = plan.n_keys
-        # Columns: the members of every match group, sorted by (group, arity class).
-        c_node, c_tree, c_count = self._occurrences(np.asarray(col_trees, np.int64))
-        members = np.unique(c_node)
+        n_keys, n_cls = plan.n_keys, len(_CLASSES)
+        col = self._occurrences(np.asarray(col_trees, np.int64))
+        row = self._occurrences(np.asarray(row_trees, np.int64))
+        stored = self._stored
+        # Columns: the stored nodes of each match group, sorted by (group, arity class).
+        members = np.unique(col[0][stored[col[0]]])
         m_key = plan.key[members].astype(np.int64)
         order = np.lexsort((self._aclass[members], m_key))
         members, m_key = members[order], m_key[order]
@@ -284,96 +376,165 @@ class GramEngine:
         group_len = np.diff(group_start)
         pos = np.full(self._n_pad, -1, np.int32)
         pos[members] = np.arange(len(members)) - group_start[m_key]
-        n_cls = len(_CLASSES)
-        seg_code = m_key * n_cls + self._aclass[members]
-        # Rows: the distinct subtrees of the row trees, each a row over its group.
-        r_node, r_tree, r_count = self._occurrences(np.asarray(row_trees, np.int64))
-        rows = np.unique(r_node)
-        r_len = group_len[plan.key[rows]]
+        # Rows: the distinct stored subtrees of the row trees, each a row over its group.
+        rows = np.unique(row[0][stored[row[0]]])
+        r_key = plan.key[rows].astype(np.int64)
+        r_len = group_len[r_key]
+        r_off = _FIRST_SLOT + np.cumsum(r_len) - r_len
         row_off = np.full(self._n_pad, -1, np.int32)
-        offsets = 1 + np.cumsum(r_len) - r_len  # buf[0] stays 0: the "no match" slot
-        row_off[rows] = offsets
+        row_off[rows] = r_off
         # One buffer size for the whole run where possible: fewer shapes, fewer compilations.
-        size = self._buf_size = max(self._buf_size, _ladder(2 + int(r_len.sum())))
-        dump = size - 1  # the last slot takes padded writes
-        buf = jnp.zeros(size, self.dtype)
-        dev_row_off, dev_pos = jnp.asarray(row_off), jnp.asarray(pos)
-        height = f.height[rows]
-        for h in np.unique(height):
-            level = rows[height == h]
-            for ac in np.unique(self._aclass[level]):
-                rq = level[self._aclass[level] == ac]
-                keys = plan.key[rq].astype(np.int64)
-                for bc in range(n_cls):
-                    lo = np.searchsorted(seg_code, keys * n_cls + bc)
-                    hi = np.searchsorted(seg_code, keys * n_cls + bc, side="right")
-                    lens = hi - lo
-                    if plan.family == "aligned" and bc != ac:
-                        continue
-                    if lens.sum() == 0:
-                        continue
-                    q = np.repeat(rq, lens)
-                    member_idx = _ranges(lo, lens)
-                    v = members[member_idx]
-                    out = row_off[q].astype(np.int64) + (member_idx - group_start[m_key[member_idx]])
-                    buf = self._run_fill(buf, q, v, out, dump, dev_row_off, dev_pos, params, ac, bc)
-        return self._contract(buf, rows, row_off, pos, r_node, r_tree, r_count,
-                              c_node, c_tree, c_count, len(row_trees), len(col_trees))
+        size = self._grow("_buf_size", _ladder(_FIRST_SLOT + 1 + int(r_len.sum())))
+        buf = _new_buffer(params, size=size, dtype=self.dtype, residual=plan.residual)
+        ri, midx = self._pairs(rows, r_key, members, group_start, group_len)
+        self._count(delta_entries=len(ri), constant_entries=int(r_len.sum()) - len(ri))
+        out = (r_off - group_start[r_key])[ri] + midx  # the buf slot of Delta(rows[ri], v)
+        # Children first: buckets ordered by the row's height, then by arity classes.
+        r_height = f.height[rows]
+        levels = np.unique(r_height)
+        r_code = (np.searchsorted(levels, r_height) * n_cls + self._aclass[rows]) * n_cls
+        code = r_code[ri] + self._aclass[members][midx]
+        order = np.argsort(code.astype(np.uint16) if code.max(initial=0) < 1 << 16 else code,
+                           kind="stable")  # 16-bit keys: numpy's radix sort
+        code = code[order]
+        cuts = np.concatenate([[0], np.flatnonzero(np.diff(code)) + 1, [len(code)]])
+        if len(code) == 0:
+            cuts = cuts[:1]
+        entries = np.stack([rows[ri[order]], members[midx[order]], out[order]]).astype(np.int32)
+        buf = self._fill_buckets(buf, entries, code, cuts, jnp.asarray(row_off), jnp.asarray(pos),
+                                 params)
+        return self._contract(buf, rows, ri, midx, out, members, row, col,
+                              len(row_trees), len(col_trees))
 
-    def _contract(self, buf, rows, row_off, pos, r_node, r_tree, r_count,
-                  c_node, c_tree, c_count, n_rows, n_cols):
-        """G[i, j] = sum_q A[i, q] sum_v Delta(q, v) A[j, v] over the block's rows q.
+    def _pairs(self, rows, r_key, members, group_start, group_len):
+        """The (row index, member index) pairs whose Delta entries must be computed.
 
-        A row q that occurs in one row tree only (most phrase nodes) is added straight into
-        that tree's Gram row; rows shared by several row trees (leaves, preterminals, small
-        phrases) are summed once into Z[q, :] and spread by a small dense product.
+        Every same-group pair, except in residual mode, where a pair of internal nodes with
+        no child key in common has R = 0 (Delta is the constant mu lam^2) and is skipped. The
+        test is a bitset of child keys (exact for the 64 most frequent keys, hashed for the
+        rest: a collision only costs one DP that yields 0).
+        """
+        r_len = group_len[r_key]
+        if not self.plan.residual:
+            return np.repeat(np.arange(len(rows)), r_len), _ranges(group_start[r_key], r_len)
+        mask_r, mask_m = self._mask[:, rows], self._mask[:, members]
+        by_key = np.argsort(r_key, kind="stable")
+        g_ids, g_first, g_rows = np.unique(r_key[by_key], return_index=True, return_counts=True)
+        big = g_rows * group_len[g_ids] >= _DENSE_GROUP
+        ris, ms = [], []
+        for g, first, nr in zip(g_ids[big], g_first[big], g_rows[big]):
+            # A big group: one dense bitset outer product (in row chunks).
+            gs, gl = int(group_start[g]), int(group_len[g])
+            step = max(1, _PAIR_CHUNK // gl)
+            for s in range(first, first + nr, step):
+                part = by_key[s: min(s + step, first + nr)]
+                hit = (mask_r[0, part][:, None] & mask_m[0, None, gs:gs + gl]) != 0
+                hit |= (mask_r[1, part][:, None] & mask_m[1, None, gs:gs + gl]) != 0
+                i, j = np.nonzero(hit)
+                ris.append(part[i])
+                ms.append(gs + j)
+        small = by_key[~np.repeat(big, g_rows)]
+        sl = r_len[small]
+        ends = np.cumsum(sl)
+        s = 0
+        while s < len(small):  # the other groups: candidate lists, chunks of ~_PAIR_CHUNK
+            e = max(s + 1, int(np.searchsorted(ends, ends[s] - sl[s] + _PAIR_CHUNK)))
+            cand_r = np.repeat(small[s:e], sl[s:e])
+            cand_m = _ranges(group_start[r_key[small[s:e]]], sl[s:e])
+            hit = ((mask_r[0, cand_r] & mask_m[0, cand_m]) != 0) | (
+                (mask_r[1, cand_r] & mask_m[1, cand_m]) != 0)
+            ris.append(cand_r[hit])
+            ms.append(cand_m[hit])
+            s = e
+        if not ris:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(ris).astype(np.int64), np.concatenate(ms).astype(np.int64)
+
+    def _contract(self, buf, rows, ri, midx, out, members, row, col, n_rows, n_cols):
+        """G[i, j] = sum over (q, v) of A[i, q] Delta(q, v) A[j, v] for the block.
+
+        Terms come as *virtual rows*, each with its occurrences in the row trees and its
+        items (a buf slot times an occurrence in a column tree): one per stored row q
+        (items: the computed pairs (q, v)), and in residual mode one per match group with
+        the constant mu lam^2 (buf slot 1) on every same-group pair. A virtual row found in
+        one row tree only is added straight into that tree's Gram row; shared ones are summed
+        once into a row of Z, and Z is spread by a small dense product. G and Z are one
+        scatter target: rows [0, rows_pad) are G's, the rest Z's.
         """
         plan = self.plan
-        n_keys = plan.n_keys
-        c_key = plan.key[c_node].astype(np.int64)
-        order = np.argsort(c_key, kind="stable")
-        c_node, c_tree, c_count, c_key = c_node[order], c_tree[order], c_count[order], c_key[order]
-        nnz_start = np.searchsorted(c_key, np.arange(n_keys + 1))
-        nnz_len = np.diff(nnz_start)
-        row_index = np.searchsorted(rows, r_node)
-        n_occ = np.bincount(row_index, minlength=len(rows))
-        single = n_occ[row_index] == 1  # occurrence records of rows found in one tree only
-        shared_rows = np.flatnonzero(n_occ > 1)
+        r_node, r_tree, r_count = row
+        c_node, c_tree, c_count = col
+        cols_pad = self._grow("_cols_pad", _bucket(n_cols, 512))
         rows_pad = _bucket(n_rows)
-        cols_pad = self._cols_pad = max(self._cols_pad, _bucket(n_cols, 512))
-        g = jnp.zeros(rows_pad * cols_pad, self.dtype)
-        # rows in one tree: items go to G[tree, j]
-        q1 = rows[row_index[single]]
-        g = self._items(g, buf, q1, r_tree[single], r_count[single], row_off, pos,
-                        c_node, c_tree, c_count, nnz_start, nnz_len, cols_pad)
-        if len(shared_rows):
-            qs = rows[shared_rows]
-            zs_pad = _bucket(len(qs))
-            z = jnp.zeros(zs_pad * cols_pad, self.dtype)
-            occ = np.bincount(row_index, weights=r_count, minlength=len(rows))[shared_rows]
-            z = self._items(z, buf, qs, np.arange(len(qs)), np.ones(len(qs), np.int64), row_off,
-                            pos, c_node, c_tree, c_count, nnz_start, nnz_len, cols_pad,
-                            occurrences=occ)
+        # Node pairs these terms stand for: same-key occurrence pairs.
+        rk_hist = np.bincount(plan.key[r_node], weights=r_count, minlength=plan.n_keys)
+        ck_hist = np.bincount(plan.key[c_node], weights=c_count, minlength=plan.n_keys)
+        self._count(node_pairs=int(rk_hist @ ck_hist))
+        # Occurrences of the virtual rows in the row trees: (virtual row, tree, count).
+        r_st = self._stored[r_node]
+        vr_row = [np.searchsorted(rows, r_node[r_st])]
+        vr_tree, vr_w = [r_tree[r_st]], [r_count[r_st]]
+        n_vr = len(rows)
+        if plan.residual:
+            rk = plan.key[r_node].astype(np.int64)
+            code, inv = np.unique(r_tree.astype(np.int64) * plan.n_keys + rk, return_inverse=True)
+            groups, g_vr = np.unique(code % plan.n_keys, return_inverse=True)
+            vr_row.append(n_vr + g_vr)
+            vr_tree.append(code // plan.n_keys)
+            vr_w.append(np.bincount(inv, weights=r_count).astype(np.int64))
+            n_vr += len(groups)
+        vr_row, vr_tree, vr_w = (np.concatenate(a) for a in (vr_row, vr_tree, vr_w))
+        # Where each virtual row's items go: its tree's G row (single), or its Z row (shared).
+        n_occ = np.bincount(vr_row, minlength=n_vr)
+        shared = np.flatnonzero(n_occ > 1)
+        target = np.empty(n_vr, np.int64)
+        weight = np.ones(n_vr, np.int64)
+        one = n_occ[vr_row] == 1
+        target[vr_row[one]] = vr_tree[one]
+        weight[vr_row[one]] = vr_w[one]
+        target[shared] = rows_pad + np.arange(len(shared))
+        zs_pad = _bucket(len(shared)) if len(shared) else 0
+        if (rows_pad + zs_pad) * cols_pad >= 1 << 31:
+            raise ValueError("Gram block too large for int32 indexing: use a smaller block_size")
+        # Items of the stored rows: each computed pair (q, v) times v's column occurrences.
+        c_st = self._stored[c_node]
+        pos_of = np.full(self._n_pad, -1, np.int64)
+        pos_of[members] = np.arange(len(members))
+        c_mem = pos_of[c_node[c_st]]
+        by_mem = np.argsort(c_mem, kind="stable")
+        occ_tree, occ_count = c_tree[c_st][by_mem], c_count[c_st][by_mem]
+        occ_start = np.searchsorted(c_mem[by_mem], np.arange(len(members) + 1))
+        occ_len = np.diff(occ_start)[midx]
+        item = _ranges(occ_start[midx], occ_len)
+        it_idx = [np.repeat(out, occ_len)]
+        it_seg = [np.repeat(target[ri] * cols_pad, occ_len) + occ_tree[item]]
+        it_w = [np.repeat(weight[ri], occ_len) * occ_count[item]]
+        if plan.residual:
+            # Items of the group rows: every column occurrence of the group, times buf[1].
+            ck = plan.key[c_node].astype(np.int64)
+            by_key = np.argsort(ck, kind="stable")
+            k_start = np.searchsorted(ck[by_key], groups)
+            k_len = np.searchsorted(ck[by_key], groups, side="right") - k_start
+            kitem = by_key[_ranges(k_start, k_len)]
+            vr = len(rows) + np.repeat(np.arange(len(groups)), k_len)
+            it_idx.append(np.ones(len(kitem), np.int64))
+            it_seg.append(target[vr] * cols_pad + c_tree[kitem])
+            it_w.append(weight[vr] * c_count[kitem])
+        gz = jnp.zeros((rows_pad + zs_pad) * cols_pad, self.dtype)
+        gz = self._scatter(gz, buf, *(np.concatenate(a) for a in (it_idx, it_seg, it_w)))
+        g = gz[: rows_pad * cols_pad]
+        if len(shared):
+            z_of = np.full(n_vr, -1, np.int64)
+            z_of[shared] = np.arange(len(shared))
             a_shared = np.zeros((rows_pad, zs_pad), np.float64)
-            local = np.searchsorted(shared_rows, row_index[~single])
-            np.add.at(a_shared, (r_tree[~single], local), r_count[~single])
-            g = _spread(g, jnp.asarray(a_shared, self.dtype), z, cols=cols_pad)
-        self.counts.blocks += 1
+            np.add.at(a_shared, (vr_tree[~one], z_of[vr_row[~one]]), vr_w[~one])
+            g = _spread(g, jnp.asarray(a_shared, self.dtype), gz[rows_pad * cols_pad:],
+                        cols=cols_pad)
+        self._count(blocks=1)
         return g.reshape(rows_pad, cols_pad)[:n_rows, :n_cols]
 
-    def _items(self, out, buf, q, target, weight_q, row_off, pos, c_node, c_tree, c_count,
-               nnz_start, nnz_len, cols_pad, occurrences=None):
-        """out[target_k * cols_pad + j] += weight_q[k] * sum over q_k's column matches."""
-        keys = self.plan.key[q].astype(np.int64)
-        lens = nnz_len[keys]
-        item = _ranges(nnz_start[keys], lens)
-        rep = np.repeat(np.arange(len(q)), lens)
-        idx = row_off[q].astype(np.int64)[rep] + pos[c_node[item]]
-        seg = target.astype(np.int64)[rep] * cols_pad + c_tree[item]
-        weight = weight_q.astype(np.int64)[rep] * c_count[item]
-        occ = weight_q if occurrences is None else occurrences
-        self.counts.node_pairs += int((occ.astype(np.int64)[rep] * c_count[item]).sum())
-        n_out = out.shape[0]
+    def _scatter(self, out, buf, idx, seg, weight):
+        """out[seg[k]] += buf[idx[k]] * weight[k], in fixed-size chunks."""
         step = _CHUNKS[-1]
         for s in range(0, len(idx), step):
             e = min(s + step, len(idx))
@@ -384,34 +545,41 @@ class GramEngine:
                 jnp.asarray(np.pad(idx[s:e], (0, pad)).astype(np.int32)),
                 jnp.asarray(np.pad(seg[s:e], (0, pad)).astype(np.int32)),
                 jnp.asarray(np.pad(weight[s:e], (0, pad)).astype(self.dtype)),
-                n_out=n_out,
+                n_out=out.shape[0],
             )
         return out
 
-    def _run_fill(self, buf, q, v, out, dump, dev_row_off, dev_pos, params, ac, bc):
-        a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
-        if self.plan.family == "aligned":
-            b_pad = a_pad
-        self.counts.delta_entries += len(q)
-        # One entry-batch size per (a_pad, b_pad): a single compilation each, and a working
-        # set [E, A, B] of about the same size for every bucket.
-        step = max(_CHUNKS[0], _CHUNKS[-1] // max(1, a_pad * b_pad))
-        for s in range(0, len(q), step):
-            e = min(s + step, len(q))
-            pad = step - (e - s)
-            buf = _fill(
-                buf,
-                jnp.asarray(np.pad(q[s:e], (0, pad)).astype(np.int32)),
-                jnp.asarray(np.pad(v[s:e], (0, pad)).astype(np.int32)),
-                jnp.asarray(np.pad(out[s:e], (0, pad), constant_values=dump).astype(np.int32)),
-                self.dev,
-                dev_row_off,
-                dev_pos,
-                params,
-                plan_static=self._static,
-                a_pad=a_pad,
-                b_pad=b_pad,
-            )
+    def _fill_buckets(self, buf, entries, code, cuts, dev_row_off, dev_pos, params):
+        """Runs the fill over the sorted entries `int32[3, E]` (q, v, buf slot), bucket by bucket.
+
+        Entries go to the device in a few fixed-size pieces; each call reads its chunk out of a
+        piece by offset, so a call costs one dispatch and no transfer.
+        """
+        n_cls = len(_CLASSES)
+        piece, piece_start = None, 0
+        for s0, e0 in zip(cuts[:-1], cuts[1:]):
+            ac, bc = divmod(int(code[s0]) % (n_cls * n_cls), n_cls)
+            a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
+            if self.plan.family == "aligned":
+                b_pad = a_pad
+            # Chunks of at most `full` entries (a working set [E, A, B] of about the same size
+            # for every bucket); a short remainder is padded to full/8 or full/64 only: three
+            # compilations per (a_pad, b_pad), little padded work on small levels.
+            full = max(_CHUNKS[0], _CHUNKS[-1] // max(1, a_pad * b_pad))
+            for s in range(s0, e0, full):
+                e = min(s + full, e0)
+                step = next(c for c in (full >> 6, full >> 3, full) if c >= e - s)
+                if piece is None or e > piece_start + _PIECE:
+                    piece_start = s
+                    host = np.zeros((3, _PIECE + _CHUNKS[-1]), np.int32)
+                    chunk = entries[:, s: s + _PIECE]
+                    host[:, : chunk.shape[1]] = chunk
+                    piece = jnp.asarray(host)
+                buf = _fill(
+                    buf, piece, np.int32(s - piece_start), np.int32(e - s), self.dev, dev_row_off,
+                    dev_pos, params, plan_static=self._static, a_pad=a_pad, b_pad=b_pad,
+                    step=step,
+                )
         return buf
 
 
@@ -423,23 +591,41 @@ def compute_gram(
     *,
     block_size: int = 128,
     progress: bool = False,
+    threads: int = 2,
 ) -> jax.Array:
-    """The Gram matrix of trees `rows` against `cols` (None: `rows` against itself, symmetric)."""
+    """The Gram matrix of trees `rows` against `cols` (None: `rows` against itself, symmetric).
+
+    Row blocks run on `threads` host threads: one block's numpy planning overlaps another's
+    compiled recurrences (both release the GIL). Each block's result does not depend on the
+    threads, so neither does the Gram matrix. Under a JAX transformation (traced parameters:
+    grad, vmap, jit) blocks run in the calling thread, where the trace lives.
+    """
     n = len(rows)
     symmetric = cols is None
     m = n if symmetric else len(cols)
-    blocks = []
     t0 = time.perf_counter()
     starts = list(range(0, n, block_size))
-    for b, s in enumerate(starts):
+
+    traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(params))
+
+    def run(s):
         e = min(s + block_size, n)
-        if symmetric:
-            part = engine.block(rows[s:e], rows[s:], params)  # [e - s, n - s]
-            blocks.append(part)
-        else:
-            blocks.append(engine.block(rows[s:e], cols, params))
-        if progress:
-            _progress(b + 1, len(starts), time.perf_counter() - t0)
+        part = engine.block(rows[s:e], rows[s:] if symmetric else cols, params)
+        return part if traced else part.block_until_ready()  # [e - s, n - s] or [e - s, m]
+
+    blocks = [None] * len(starts)
+    if traced or threads <= 1:
+        for b, s in enumerate(starts):
+            blocks[b] = run(s)
+            if progress:
+                _progress(b + 1, len(starts), time.perf_counter() - t0)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            futures = {pool.submit(run, s): b for b, s in enumerate(starts)}
+            for done, fut in enumerate(concurrent.futures.as_completed(futures)):
+                blocks[futures[fut]] = fut.result()
+                if progress:
+                    _progress(done + 1, len(starts), time.perf_counter() - t0)
     if not symmetric:
         return jnp.concatenate(blocks, axis=0) if blocks else jnp.zeros((0, m), engine.dtype)
     upper = jnp.concatenate(

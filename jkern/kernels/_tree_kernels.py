@@ -222,7 +222,7 @@ class PTK(AbstractTreeKernel):
 
     def match_plan(self, forest):
         return MatchPlan("subseq", forest.label.astype(np.int32), len(forest.vocab),
-                         max_subseq=self.max_subseq)
+                         max_subseq=self.max_subseq, residual=True)
 
     def params(self):
         return Params(self.lam, self.mu)
