@@ -58,34 +58,25 @@ class _Parser(argparse.ArgumentParser):
 # --------------------------------------------------------------------------- argument types
 
 
-def _positive_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(x) and x > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return x
+def _number(parse, ok, requirement: str):
+    """An argparse type: `parse` the text, then require `ok` of the value."""
+    noun = "an integer" if parse is int else "a number"
+
+    def convert(text: str):
+        try:
+            x = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {noun}: {text!r}") from None
+        if not ok(x):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text!r}")
+        return x
+
+    return convert
 
 
-def _finite_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(x):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
-    return x
-
-
-def _positive_int(text: str) -> int:
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if k < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return k
+_positive_float = _number(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
+_finite_float = _number(float, math.isfinite, "finite")
+_positive_int = _number(int, lambda k: k >= 1, ">= 1")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -264,6 +255,8 @@ def _configure_gram(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on when stderr is a terminal "
                         "and not --quiet)")
+    p.add_argument("--threads", type=_positive_int, default=2, metavar="N",
+                   help="host threads computing row blocks at once (default 2)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no summary line on stderr")
     p.add_argument("--out", "-o", required=True, metavar="FILE",
@@ -364,7 +357,8 @@ def _run_gram(args: argparse.Namespace) -> int:
         progress = (not args.quiet) and sys.stderr.isatty()
     try:
         kernel = _build_kernel(args, vocab, vectors)
-        g = jkern.gram(kernel, trees1, trees2, dtype=args.dtype, progress=progress)
+        g = jkern.gram(kernel, trees1, trees2, dtype=args.dtype, progress=progress,
+                       threads=args.threads)
         matrix = np.asarray(g)
         if not np.all(np.isfinite(matrix)):  # the kernels check this; be sure anyway
             raise FloatingPointError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import jax
@@ -15,15 +16,11 @@ if os.environ.get("JKERN_NO_CACHE") != "1":
 
     enable_compilation_cache(Path(__file__).resolve().parents[1] / ".jax_cache")
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_paths import SHARED_DATA, require  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """`../shared/data`; skips when missing, fails instead under JKERN_REQUIRE_DATA=1."""
-    if SHARED_DATA.is_dir():
-        return SHARED_DATA
-    msg = f"shared data not found at {SHARED_DATA}"
-    if os.environ.get("JKERN_REQUIRE_DATA") == "1":
-        pytest.fail(msg + " (JKERN_REQUIRE_DATA=1)")
-    pytest.skip(msg)
+    return require(SHARED_DATA)

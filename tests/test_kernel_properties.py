@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_kernels as R  # noqa: E402
 
 # The same corpus as test_kernels.py: the same forest, so the compiled functions are shared.
-from test_kernels import _require, assert_rel, load_corpus  # noqa: E402
+from data_paths import require  # noqa: E402
+from test_kernels import assert_rel, load_corpus  # noqa: E402
 
 LAM, MU = 0.4, 0.4
 KERNELS = {"SST": jkern.SST(LAM), "PTK": jkern.PTK(LAM, MU)}
@@ -100,7 +101,7 @@ def test_sum_product_scaling_normalized_sum(corpus, grams):
 
 @pytest.fixture(scope="module")
 def srl(shared_data):
-    path = _require(shared_data / "srl" / "boundary_5000.dat")
+    path = require(shared_data / "srl" / "boundary_5000.dat")
     with open(path, encoding="utf-8") as f:
         exs = [parse_svmlight_line(next(f).rstrip("\n"), source=str(path), line=k + 1)
                for k in range(30)]

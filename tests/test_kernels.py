@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -23,21 +22,12 @@ from jkern.trees import Tree, grct, lct, parse_penn, read_conllu
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_kernels as R  # noqa: E402
+from data_paths import require  # noqa: E402
 
 LAM, MU = 0.4, 0.4
 N_TREC, N_ORACLE_TREC, N_UD = 150, 40, 4
 
 # --------------------------------------------------------------------------- data
-
-
-def _require(path: Path) -> Path:
-    """`path`, or skip (fail under JKERN_REQUIRE_DATA=1) when it is missing."""
-    if path.is_file():
-        return path
-    msg = f"{path} is missing"
-    if os.environ.get("JKERN_REQUIRE_DATA") == "1":
-        pytest.fail(msg + " (JKERN_REQUIRE_DATA=1)")
-    pytest.skip(msg)
 
 
 def _tsv(path: Path) -> list[dict[str, str]]:
@@ -48,12 +38,12 @@ def _tsv(path: Path) -> list[dict[str, str]]:
 
 def load_corpus(shared_data: Path) -> dict[str, list[Tree]]:
     """The corpus shared by the kernel tests: ref trees, TREC questions, UD GRCT/LCT trees."""
-    ref = [parse_penn(r["tree"]) for r in _tsv(_require(R.REF_DIR / "trees50.tsv"))]
-    trec_path = _require(shared_data / "trec" / "qc_train.tsv")
+    ref = [parse_penn(r["tree"]) for r in _tsv(require(R.REF_DIR / "trees50.tsv"))]
+    trec_path = require(shared_data / "trec" / "qc_train.tsv")
     with open(trec_path, encoding="utf-8") as f:
         next(f)
         trec = [parse_penn(next(f).rstrip("\n").split("\t")[2]) for _ in range(N_TREC)]
-    sentences = read_conllu(_require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu"))
+    sentences = read_conllu(require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu"))
     short = [s for s in sentences if 5 <= len(s) <= 12][:N_UD]
     ud = [grct(s) for s in short] + [lct(s) for s in short]
     return {"ref": ref, "trec": trec, "ud": ud, "all": ref + trec + ud}
@@ -121,7 +111,7 @@ def test_corpus_reads_the_reference_trees(corpus):
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: "-".join(map(str, s)))
 def test_gram_reproduces_svmlight_tk(corpus, corpus_gram, setting):
-    _require(R.REF_DIR / "ref_gram.tsv")
+    require(R.REF_DIR / "ref_gram.tsv")
     rows = _ref_rows()[setting]
     assert len(rows) == 50 * 51 // 2
     i, j = rows[:, 0].astype(int), rows[:, 1].astype(int)
@@ -225,6 +215,64 @@ def test_stats_counts_the_work(corpus):
     assert stats["delta_entries"] > 0 and stats["node_pairs"] > 0
 
 
+def _engine_gram(kernel, trees, *, residual=None, threads=2, block_size=64):
+    """The Gram matrix through the engine directly, optionally forcing PTK's residual mode."""
+    import dataclasses
+
+    from jkern.kernels._engine import GramEngine, compute_gram
+    from jkern.trees import Forest
+
+    forest = Forest.build(trees)
+    plan = kernel.match_plan(forest)
+    if residual is not None:
+        plan = dataclasses.replace(plan, residual=residual)
+    engine = GramEngine(forest, plan, jnp.float64)
+    g = compute_gram(engine, kernel.params(), np.arange(len(trees)), None,
+                     block_size=block_size, threads=threads)
+    return np.asarray(g), engine.counts
+
+
+def test_ptk_residual_mode_equals_the_full_dp(corpus, corpus_gram):
+    # PTK computes R = Delta - mu lam^2 only on internal pairs sharing a child key; the plain
+    # mode runs the DP on every same-label pair. Same Gram, far fewer Delta evaluations.
+    kernel = jkern.PTK(LAM, MU)
+    full, full_counts = _engine_gram(kernel, corpus["all"], residual=False)
+    resid, counts = _engine_gram(kernel, corpus["all"], residual=True)
+    assert_rel(resid, full, 1e-12, "residual vs full DP")
+    assert_rel(corpus_gram(kernel), full, 1e-12, "jkern.gram vs full DP")
+    assert counts.constant_entries > 0
+    assert counts.delta_entries + counts.constant_entries < full_counts.delta_entries
+    assert counts.node_pairs == full_counts.node_pairs
+
+
+def test_ptk_residual_mode_with_many_child_labels():
+    # 300 labels: the child-key bitset is exact for the 64 most frequent keys and hashed for
+    # the rest; collisions must only cost work, never values.
+    rng = np.random.default_rng(7)
+
+    def tree(depth):
+        label = f"L{rng.integers(0, 300)}"
+        if depth == 0 or rng.random() < 0.25:
+            return label
+        return (label, [tree(depth - 1) for _ in range(int(rng.integers(1, 6)))])
+
+    trees = [Tree.from_nested(tree(3)) for _ in range(40)]
+    kernel = jkern.PTK(0.7, 0.6)
+    full, _ = _engine_gram(kernel, trees, residual=False, block_size=16)
+    resid, _ = _engine_gram(kernel, trees, residual=True, block_size=16)
+    assert_rel(resid, full, 1e-12, "residual vs full DP")
+    for a, b in [(0, 1), (2, 2), (5, 9)]:
+        want = R.ptk(trees[a], trees[b], 0.7, 0.6)
+        assert_rel(resid[a, b], want, 1e-9, f"oracle {(a, b)}")
+
+
+def test_gram_does_not_depend_on_threads(corpus):
+    kernel = jkern.PTK(LAM, MU)
+    one, _ = _engine_gram(kernel, corpus["all"], threads=1)
+    two, _ = _engine_gram(kernel, corpus["all"], threads=2)
+    np.testing.assert_array_equal(one, two)
+
+
 # --------------------------------------------------------------------------- 4. SPTK
 
 SPTK_TREES = [
@@ -244,7 +292,7 @@ SPTK_VOCAB = ["dog", "cat", "puppy", "hound", "bark", "barks", "meow", "meows", 
 def sptk_trees(shared_data):
     trees = [parse_penn(s) for s in SPTK_TREES]
     short = [s for s in read_conllu(
-        _require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu")) if len(s) <= 6][:2]
+        require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu")) if len(s) <= 6][:2]
     trees += [lct(s) for s in short]
     leaves = {t.labels[i] for t in trees for i in range(len(t)) if t.is_leaf(i)}
     internal = {t.labels[i] for t in trees for i in range(len(t)) if not t.is_leaf(i)}
@@ -413,7 +461,7 @@ def test_ptk_wide_node_and_deep_chain():
 def _big_tree(shared_data: Path, n_nodes: int = 10_000) -> tuple[Tree, list[Tree]]:
     """TREC questions hung on a right-branching spine of DOC nodes, >= n_nodes in all."""
     parts, texts, total = [], [], 0
-    with open(_require(shared_data / "trec" / "qc_train.tsv"), encoding="utf-8") as f:
+    with open(require(shared_data / "trec" / "qc_train.tsv"), encoding="utf-8") as f:
         next(f)
         for line in f:
             texts.append(line.rstrip("\n").split("\t")[2])

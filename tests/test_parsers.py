@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import pickle
+import sys
 import time
 from pathlib import Path
 
@@ -30,15 +30,12 @@ from jkern.trees import (
 )
 from jkern.trees._conllu import _parse_conllu_lines
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_paths import require  # noqa: E402
+
 
 def _data_file(shared_data: Path, relative: str) -> Path:
-    path = shared_data / relative
-    if not path.is_file():
-        msg = f"{path} is missing"
-        if os.environ.get("JKERN_REQUIRE_DATA") == "1":
-            pytest.fail(msg + " (JKERN_REQUIRE_DATA=1)")
-        pytest.skip(msg)
-    return path
+    return require(shared_data / relative)
 
 
 def _error(fn, *args, **kwargs) -> str:

@@ -19,7 +19,7 @@ def gram(kernel: AbstractKernel, x1: Sequence[Any], x2: Sequence[Any] | None = N
         x1, x2: trees, `Example`s, or `[n, d]` arrays for vector kernels.
         dtype: float32 or float64 (needs JAX x64); default JAX's default float.
         **options: tree-kernel options: `progress=True` (bar on stderr), `block_size`,
-            `stats` (dict receiving work counters).
+            `threads` (host threads, default 2), `stats` (dict receiving work counters).
 
     >>> import jkern
     >>> trees = [jkern.trees.parse_penn(s) for s in ["(S (NP (NN a))(VP (VB b)))", "(S (NP (NN a)))"]]

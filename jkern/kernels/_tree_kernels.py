@@ -64,7 +64,8 @@ class AbstractTreeKernel(AbstractKernel):
     """A convolution tree kernel evaluated on the forest of its inputs.
 
     `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
-    per block), `stats` (a dict that receives the work counters).
+    per block), `threads` (host threads computing blocks at once; under jit/grad/vmap the
+    blocks run in the calling thread), `stats` (a dict that receives the work counters).
     """
 
     tree_index: eqx.AbstractVar[int]
@@ -77,7 +78,8 @@ class AbstractTreeKernel(AbstractKernel):
     def params(self) -> Params:
         """The array parameters the recurrences read."""
 
-    def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=128, stats=None):
+    def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=128, threads=2,
+             stats=None):
         dt = resolve_dtype(dtype)
         trees1 = as_trees(x1, self.tree_index)
         trees2 = None if x2 is None else as_trees(x2, self.tree_index)
@@ -86,13 +88,14 @@ class AbstractTreeKernel(AbstractKernel):
         rows = np.arange(len(trees1))
         cols = None if trees2 is None else np.arange(len(trees1), len(trees1) + len(trees2))
         g = compute_gram(engine, self.params(), rows, cols, block_size=block_size,
-                         progress=progress)
+                         progress=progress, threads=threads)
         if stats is not None:
             stats.update(
                 trees=len(trees1) + (0 if trees2 is None else len(trees2)),
                 total_nodes=forest.total_nodes(),
                 forest_nodes=forest.n_nodes,
                 delta_entries=engine.counts.delta_entries,
+                constant_entries=engine.counts.constant_entries,
                 node_pairs=engine.counts.node_pairs,
                 blocks=engine.counts.blocks,
             )

@@ -1,0 +1,21 @@
+"""Where the real data lives, and the one rule for when it is missing: skip, or fail under
+JKERN_REQUIRE_DATA=1 (CI), so data-dependent tests never pass by being skipped."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def require(path: Path) -> Path:
+    """`path` if it exists (file or directory); otherwise skip, or fail under CI."""
+    if path.exists():
+        return path
+    msg = f"{path} is missing"
+    if os.environ.get("JKERN_REQUIRE_DATA") == "1":
+        pytest.fail(msg + " (JKERN_REQUIRE_DATA=1)")
+    pytest.skip(msg)
