@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# The shared directory beside the repository (override: JKERN_SHARED=/path/to/shared).
+SHARED = Path(os.environ.get("JKERN_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
+SHARED_DATA = SHARED / "data"
+REF_DIR = SHARED / "ref"
 
 
 def require(path: Path) -> Path:

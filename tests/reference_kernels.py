@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from jkern.trees._tree import Tree
 
-REF_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "ref"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_paths import REF_DIR  # noqa: E402
 
 Sigma = Callable[[str, str], float]
 

@@ -13,7 +13,8 @@ import pytest
 
 from jkern.cli import main
 
-REF_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "ref"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_paths import REF_DIR  # noqa: E402
 
 
 @pytest.fixture(scope="session")
