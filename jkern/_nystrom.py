@@ -1,0 +1,247 @@
+"""Nyström embeddings: any jkern kernel turned into dense vectors.
+
+With landmarks L (a sample of the training inputs), W = K(L, L) = U S Uᵀ and
+H = U S^-1/2 (components with s_i / s_0 below `rcond` dropped), an input x is embedded as
+x̃ = K(x, L) H, so that x̃ · ỹ ≈ K(x, y) (exact when x or y is a landmark and W has full
+rank). K(x, L) goes through the forest path of the tree kernels, in row blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .kernels._base import AbstractKernel
+from .kernels._spec import kernel_from_spec, kernel_to_spec
+from .trees._penn import parse_penn
+from .trees._tree import Tree
+
+_FORMAT = "jkern.nystrom/1"
+
+
+def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None = None
+                     ) -> np.ndarray:
+    """Indices of `m` landmarks among `n` inputs, sampled uniformly without replacement.
+
+    With `labels`, sampling is stratified by class: each class gets a share of the `m`
+    landmarks proportional to its size (largest remainders; every class at least one when
+    `m` allows), sampled uniformly without replacement inside the class.
+
+    >>> import jax
+    >>> idx = select_landmarks(jax.random.PRNGKey(0), 10, 4)
+    >>> len(idx), len(set(idx.tolist())), bool(idx.max() < 10)
+    (4, 4, True)
+    """
+    if not 1 <= m <= n:
+        raise ValueError(f"need 1 <= landmarks <= inputs, got {m} landmarks for {n} inputs")
+    if labels is None:
+        return np.asarray(jax.random.choice(key, n, (m,), replace=False))
+    labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise ValueError(f"labels must have one entry per input ({n}), got shape {labels.shape}")
+    classes, inverse, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    share = m * sizes / n
+    quota = np.floor(share).astype(np.int64)
+    if m >= len(classes):
+        quota = np.maximum(quota, 1)
+    while quota.sum() > m:  # the floor-of-one rule may overshoot: take from the largest
+        quota[np.argmax(quota - share)] -= 1
+    order = np.argsort(-(share - np.floor(share)), kind="stable")
+    for c in order[: m - int(quota.sum())]:
+        quota[c] += 1
+    keys = jax.random.split(key, len(classes))
+    parts = []
+    for c, k in enumerate(keys):
+        members = np.flatnonzero(inverse == c)
+        q = int(min(quota[c], len(members)))
+        if q:
+            parts.append(members[np.asarray(jax.random.choice(k, len(members), (q,),
+                                                             replace=False))])
+    return np.concatenate(parts)
+
+
+def nystrom_projection(w: Float[Array, "m m"], *, rcond: float = 1e-5
+                       ) -> tuple[Float[Array, "m m"], Array]:
+    """`(H, keep)`: H = U S^-1/2 of the symmetric `w`, columns of dropped components zero.
+
+    Components are sorted by decreasing eigenvalue; one is kept when s_i / s_0 >= rcond
+    (and s_i > 0). Shapes are static, so this runs under jit and vmap; `keep` says which
+    columns are live.
+    """
+    s, u = jnp.linalg.eigh(w)
+    s, u = s[::-1], u[:, ::-1]
+    keep = (s > 0) & (s >= rcond * s[0])
+    h = jnp.where(keep[None, :], u / jnp.sqrt(jnp.where(keep, s, 1))[None, :], 0)
+    return h, keep
+
+
+class Nystrom(eqx.Module):
+    """A Nyström projector: a kernel, its landmarks and H = U S^-1/2.
+
+    `embed(x)` gives `K(x, landmarks) @ projection`. Save with `save`, reload with
+    `load_projector`; the reloaded projector embeds bit-identically.
+    """
+
+    kernel: AbstractKernel
+    landmarks: tuple[Any, ...]
+    projection: Float[Array, "landmarks rank"]
+
+    @property
+    def n_landmarks(self) -> int:
+        return len(self.landmarks)
+
+    @property
+    def rank(self) -> int:
+        return int(self.projection.shape[1])
+
+    def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
+              ) -> Float[Array, "n rank"]:
+        """Embeddings of the inputs `x` (`gram_options`: progress, block_size, threads)."""
+        c = self.kernel.gram(x, list(self.landmarks), dtype=dtype, **gram_options)
+        return self.embed_columns(c)
+
+    def embed_columns(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n rank"]:
+        """Embeddings from precomputed kernel values `c[i, j] = K(x_i, landmark_j)`."""
+        if c.shape[-1] != self.n_landmarks:
+            raise ValueError(f"expected {self.n_landmarks} kernel columns, got {c.shape[-1]}")
+        h = self.projection.astype(c.dtype)
+        return jnp.matmul(c, h, precision=jax.lax.Precision.HIGHEST)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        save_projector(path, self)
+
+
+class NystromEnsemble(eqx.Module):
+    """Several independent projections (Croce & Basili's ensemble Nyström).
+
+    The embedding is the concatenation [x̃_1, ..., x̃_E] / sqrt(E): its inner products are
+    (1/E) sum_e x̃_e · ỹ_e, the average of the E kernel approximations (each weighted 1/E).
+    """
+
+    members: tuple[Nystrom, ...]
+
+    @property
+    def n_landmarks(self) -> int:
+        """Landmarks over all members: the kernel evaluations an embedding costs."""
+        return sum(m.n_landmarks for m in self.members)
+
+    def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
+              ) -> Float[Array, "n rank"]:
+        # one Gram block against all landmarks at once: one forest, one pass
+        union = [t for m in self.members for t in m.landmarks]
+        c = self.members[0].kernel.gram(x, union, dtype=dtype, **gram_options)
+        return self.embed_columns(c)
+
+    def embed_columns(self, c: Float[Array, "n all_landmarks"]) -> Float[Array, "n rank"]:
+        parts, start = [], 0
+        for m in self.members:
+            parts.append(m.embed_columns(c[:, start: start + m.n_landmarks]))
+            start += m.n_landmarks
+        return jnp.concatenate(parts, axis=1) / np.sqrt(len(self.members))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        save_projector(path, self)
+
+
+def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key: Array,
+                labels: Sequence[Any] | None = None, rcond: float = 1e-5, dtype: Any = None,
+                gram: Float[Array, "m m"] | None = None, **gram_options: Any) -> Nystrom:
+    """A projector with `landmarks` inputs of `x` sampled by `select_landmarks`.
+
+    Args:
+        kernel: any jkern kernel.
+        x: training inputs (trees, examples or vectors, as the kernel takes).
+        landmarks: number of landmarks.
+        key: PRNG key of the landmark sampling.
+        labels: stratify the sampling by these classes (None: uniform).
+        rcond: drop eigen-components with s_i / s_0 below it.
+        dtype: computation dtype of K(L, L).
+        gram: W = K(L, L) if already computed (e.g. a sub-block of a full Gram), in the
+            order of `select_landmarks(key, len(x), landmarks, labels=labels)`.
+    """
+    idx = select_landmarks(key, len(x), landmarks, labels=labels)
+    chosen = tuple(x[int(i)] for i in idx)
+    w = kernel.gram(list(chosen), dtype=dtype, **gram_options) if gram is None else gram
+    return projector_from_gram(kernel, chosen, w, rcond=rcond)
+
+
+def projector_from_gram(kernel: AbstractKernel, landmarks: Sequence[Any],
+                        w: Float[Array, "m m"], *, rcond: float = 1e-5) -> Nystrom:
+    """The projector of `landmarks` whose kernel matrix is `w` (dropped components removed)."""
+    w = jnp.asarray(w)
+    if w.shape != (len(landmarks), len(landmarks)):
+        raise ValueError(f"W must be [{len(landmarks)}, {len(landmarks)}], got {w.shape}")
+    h, keep = nystrom_projection(w, rcond=rcond)
+    return Nystrom(kernel, tuple(landmarks), h[:, np.asarray(keep)])
+
+
+def fit_nystrom_ensemble(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int,
+                         projections: int, key: Array, **options: Any) -> NystromEnsemble:
+    """`projections` independent projectors of `landmarks` each (keys split from `key`)."""
+    if projections < 1:
+        raise ValueError(f"projections must be >= 1, got {projections}")
+    keys = jax.random.split(key, projections)
+    return NystromEnsemble(tuple(fit_nystrom(kernel, x, landmarks=landmarks, key=k, **options)
+                                 for k in keys))
+
+
+def approximation_error(gram: Float[Array, "n n"], embedding: Float[Array, "n r"]) -> float:
+    """‖G − X̃X̃ᵀ‖_F / ‖G‖_F."""
+    g = jnp.asarray(gram)
+    approx = jnp.matmul(embedding, embedding.T, precision=jax.lax.Precision.HIGHEST)
+    return float(jnp.linalg.norm(g - approx) / jnp.linalg.norm(g))
+
+
+def saving(landmarks: int, support_vectors: int) -> float:
+    """The papers' saving: the share of kernel evaluations per classified input avoided,
+    1 − landmarks / support vectors of the kernel SVM."""
+    return 1.0 - landmarks / support_vectors
+
+
+# --------------------------------------------------------------------------- save / load
+
+
+def _member_arrays(m: Nystrom, prefix: str) -> tuple[dict, dict]:
+    if not all(isinstance(t, Tree) for t in m.landmarks):
+        raise TypeError("only projectors whose landmarks are trees can be saved")
+    spec, arrays = kernel_to_spec(m.kernel, f"{prefix}kernel")
+    arrays[f"{prefix}projection"] = np.asarray(m.projection)
+    arrays[f"{prefix}landmarks"] = np.array([t.to_penn() for t in m.landmarks], dtype=str)
+    return spec, arrays
+
+
+def save_projector(path: str | os.PathLike[str], projector: Nystrom | NystromEnsemble) -> None:
+    """Writes a projector (or an ensemble) to a `.npz` file."""
+    members = projector.members if isinstance(projector, NystromEnsemble) else (projector,)
+    specs, arrays = [], {}
+    for e, m in enumerate(members):
+        spec, arr = _member_arrays(m, f"m{e}.")
+        specs.append(spec)
+        arrays.update(arr)
+    header = {"format": _FORMAT, "ensemble": isinstance(projector, NystromEnsemble),
+              "kernels": specs}
+    with open(path, "wb") as f:
+        np.savez(f, header=np.array(json.dumps(header)), **arrays)
+
+
+def load_projector(path: str | os.PathLike[str]) -> Nystrom | NystromEnsemble:
+    """Reads what `save_projector` wrote."""
+    with np.load(path, allow_pickle=False) as data:
+        header = json.loads(str(data["header"]))
+        if header.get("format") != _FORMAT:
+            raise ValueError(f"{path}: not a jkern Nyström projector file")
+        members = []
+        for e, spec in enumerate(header["kernels"]):
+            landmarks = tuple(parse_penn(str(s), source=f"{path}:landmark")
+                              for s in data[f"m{e}.landmarks"])
+            members.append(Nystrom(kernel_from_spec(spec, data), landmarks,
+                                   jnp.asarray(data[f"m{e}.projection"])))
+    return NystromEnsemble(tuple(members)) if header["ensemble"] else members[0]
