@@ -1,6 +1,8 @@
 """jkern: kernel methods over structured linguistic data, in JAX."""
 
 from . import kernels as kernels
+from . import metrics as metrics
+from . import svm as svm
 from ._cache import enable_compilation_cache as enable_compilation_cache
 from . import trees as trees
 from .kernels import PTK as PTK
@@ -14,5 +16,15 @@ from .kernels import Polynomial as Polynomial
 from .kernels import SSTBow as SSTBow
 from .kernels import gram as gram
 from .trees import read_trees as read_trees
+from ._nystrom import Nystrom as Nystrom
+from ._nystrom import NystromEnsemble as NystromEnsemble
+from ._nystrom import approximation_error as approximation_error
+from ._nystrom import fit_nystrom as fit_nystrom
+from ._nystrom import fit_nystrom_ensemble as fit_nystrom_ensemble
+from ._nystrom import load_projector as load_projector
+from ._nystrom import nystrom_projection as nystrom_projection
+from ._nystrom import projector_from_gram as projector_from_gram
+from ._nystrom import saving as saving
+from ._nystrom import select_landmarks as select_landmarks
 
 __version__ = "0.1.0"
