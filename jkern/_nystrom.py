@@ -218,30 +218,45 @@ def _member_arrays(m: Nystrom, prefix: str) -> tuple[dict, dict]:
     return spec, arrays
 
 
-def save_projector(path: str | os.PathLike[str], projector: Nystrom | NystromEnsemble) -> None:
-    """Writes a projector (or an ensemble) to a `.npz` file."""
+def projector_arrays(projector: Nystrom | NystromEnsemble, prefix: str = "") -> dict:
+    """The named arrays (and a JSON header) that describe a projector, for `.npz` files."""
     members = projector.members if isinstance(projector, NystromEnsemble) else (projector,)
     specs, arrays = [], {}
     for e, m in enumerate(members):
-        spec, arr = _member_arrays(m, f"m{e}.")
+        spec, arr = _member_arrays(m, f"{prefix}m{e}.")
         specs.append(spec)
         arrays.update(arr)
     header = {"format": _FORMAT, "ensemble": isinstance(projector, NystromEnsemble),
               "kernels": specs}
+    arrays[f"{prefix}header"] = np.array(json.dumps(header))
+    return arrays
+
+
+def projector_from_arrays(data: Any, prefix: str = "", source: str = "<arrays>"
+                          ) -> Nystrom | NystromEnsemble:
+    """The projector `projector_arrays` described (`data`: a mapping such as an open `.npz`)."""
+    key = f"{prefix}header"
+    if key not in data:
+        raise ValueError(f"{source}: not a jkern Nyström projector file")
+    header = json.loads(str(data[key]))
+    if header.get("format") != _FORMAT:
+        raise ValueError(f"{source}: not a jkern Nyström projector file")
+    members = []
+    for e, spec in enumerate(header["kernels"]):
+        landmarks = tuple(parse_penn(str(s), source=f"{source}:landmark")
+                          for s in data[f"{prefix}m{e}.landmarks"])
+        members.append(Nystrom(kernel_from_spec(spec, data), landmarks,
+                               jnp.asarray(data[f"{prefix}m{e}.projection"])))
+    return NystromEnsemble(tuple(members)) if header["ensemble"] else members[0]
+
+
+def save_projector(path: str | os.PathLike[str], projector: Nystrom | NystromEnsemble) -> None:
+    """Writes a projector (or an ensemble) to a `.npz` file."""
     with open(path, "wb") as f:
-        np.savez(f, header=np.array(json.dumps(header)), **arrays)
+        np.savez(f, **projector_arrays(projector))
 
 
 def load_projector(path: str | os.PathLike[str]) -> Nystrom | NystromEnsemble:
     """Reads what `save_projector` wrote."""
     with np.load(path, allow_pickle=False) as data:
-        header = json.loads(str(data["header"]))
-        if header.get("format") != _FORMAT:
-            raise ValueError(f"{path}: not a jkern Nyström projector file")
-        members = []
-        for e, spec in enumerate(header["kernels"]):
-            landmarks = tuple(parse_penn(str(s), source=f"{path}:landmark")
-                              for s in data[f"m{e}.landmarks"])
-            members.append(Nystrom(kernel_from_spec(spec, data), landmarks,
-                                   jnp.asarray(data[f"m{e}.projection"])))
-    return NystromEnsemble(tuple(members)) if header["ensemble"] else members[0]
+        return projector_from_arrays(data, source=str(path))

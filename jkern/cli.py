@@ -231,8 +231,9 @@ def write_matrix(path: Path, matrix: Any) -> None:
 # --------------------------------------------------------------------------- jkern gram
 
 
-def _configure_gram(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kernel", "-k", required=True, choices=KERNELS,
+def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """The tree-kernel flags shared by the commands that build a kernel."""
+    p.add_argument("--kernel", "-k", required=required, choices=KERNELS,
                    help="tree kernel: st (subtree), sst (subset tree), sst-bow (SST plus "
                         "equal leaves), ptk (partial tree), sptk (smoothed partial tree)")
     p.add_argument("--lam", type=_positive_float, default=0.4, metavar="L",
@@ -247,7 +248,52 @@ def _configure_gram(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=_finite_float, default=None, metavar="T",
                    help="sptk: word similarities below T count as 0 (default 0.0)")
     p.add_argument("--normalize", action="store_true",
-                   help="output K(a,b)/sqrt(K(a,a) K(b,b))")
+                   help="K(a,b)/sqrt(K(a,a) K(b,b))")
+
+
+def check_kernel_arguments(args: argparse.Namespace) -> None:
+    """Usage checks of `add_kernel_arguments`' flags (before any work)."""
+    if args.kernel == "sptk":
+        if args.vectors is None:
+            raise CLIError("--kernel sptk needs --vectors FILE (word2vec text format)")
+        if args.threshold is None:
+            args.threshold = 0.0
+    else:
+        for flag, value in (("--vectors", args.vectors), ("--threshold", args.threshold)):
+            if value is not None:
+                raise CLIError(f"{flag} only applies to --kernel sptk")
+
+
+def kernel_from_arguments(args: argparse.Namespace) -> Any:
+    """The kernel the flags describe (reads the sptk vectors file; exit 2 on a bad one)."""
+    vocab = vectors = None
+    if args.kernel == "sptk":
+        try:
+            vocab, vectors = read_word_vectors(args.vectors)
+        except OSError as err:
+            raise CLIError(_os_message(err), EXIT_USAGE) from err
+        except ValueError as err:
+            raise CLIError(str(err), EXIT_USAGE) from err
+    try:
+        return _build_kernel(args, vocab, vectors)
+    except ValueError as err:
+        raise CLIError(str(err), EXIT_COMPUTE) from err
+
+
+def setup_jax(dtype: str) -> None:
+    """float64 needs JAX's x64 mode, switched on before any array exists; compile cache."""
+    import jax
+
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+    if os.environ.get("JKERN_NO_CACHE") != "1":
+        from jkern._cache import enable_compilation_cache
+
+        enable_compilation_cache()
+
+
+def _configure_gram(p: argparse.ArgumentParser) -> None:
+    add_kernel_arguments(p)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                    help="compute precision (default float64, for exact values; float32 is "
                         "faster but has ~7 digits and overflows on big trees or lam/mu near 1, "
@@ -298,10 +344,16 @@ def _build_kernel(args: argparse.Namespace, vocab: Any, vectors: Any) -> Any:
     return jkern.Normalized(kernel) if args.normalize else kernel
 
 
-def _read_trees(path: str) -> list[Any]:
-    from jkern.trees import read_trees
+def read_trees_or_exit(path: str) -> list[Any]:
+    """The trees of a file; exit 2 with `file:line:col: problem` on bad input."""
+    from jkern.trees import TreeParseError, read_trees
 
-    trees = read_trees(path)
+    try:
+        trees = read_trees(path)
+    except TreeParseError as err:
+        raise CLIError(str(err), EXIT_USAGE) from err
+    except OSError as err:
+        raise CLIError(_os_message(err), EXIT_USAGE) from err
     if not trees:
         raise CLIError(f"{path}: no trees in file")
     return trees
@@ -310,42 +362,14 @@ def _read_trees(path: str) -> list[Any]:
 def _run_gram(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     # --- usage checks, before any work
-    if args.kernel == "sptk":
-        if args.vectors is None:
-            raise CLIError("--kernel sptk needs --vectors FILE (word2vec text format)")
-        if args.threshold is None:
-            args.threshold = 0.0
-    else:
-        for flag, value in (("--vectors", args.vectors), ("--threshold", args.threshold)):
-            if value is not None:
-                raise CLIError(f"{flag} only applies to --kernel sptk")
+    check_kernel_arguments(args)
     out = _check_output_path(args.out)
-
-    # float64 needs JAX's x64 mode, switched on before any array exists.
-    import jax
-
-    if args.dtype == "float64":
-        jax.config.update("jax_enable_x64", True)
-    if os.environ.get("JKERN_NO_CACHE") != "1":
-        from jkern._cache import enable_compilation_cache
-
-        enable_compilation_cache()
+    setup_jax(args.dtype)
 
     # --- inputs (exit 2 on any problem)
-    from jkern.trees import TreeParseError
-
-    try:
-        trees1 = _read_trees(args.trees)
-        trees2 = None if args.trees2 is None else _read_trees(args.trees2)
-        vocab = vectors = None
-        if args.kernel == "sptk":
-            vocab, vectors = read_word_vectors(args.vectors)
-    except TreeParseError as err:
-        raise CLIError(str(err), EXIT_USAGE) from err
-    except OSError as err:
-        raise CLIError(_os_message(err), EXIT_USAGE) from err
-    except ValueError as err:  # vectors file
-        raise CLIError(str(err), EXIT_USAGE) from err
+    trees1 = read_trees_or_exit(args.trees)
+    trees2 = None if args.trees2 is None else read_trees_or_exit(args.trees2)
+    kernel = kernel_from_arguments(args)
 
     # --- computation (exit 1)
     import numpy as np
@@ -356,7 +380,6 @@ def _run_gram(args: argparse.Namespace) -> int:
     if progress is None:
         progress = (not args.quiet) and sys.stderr.isatty()
     try:
-        kernel = _build_kernel(args, vocab, vectors)
         g = jkern.gram(kernel, trees1, trees2, dtype=args.dtype, progress=progress,
                        threads=args.threads)
         matrix = np.asarray(g)
@@ -400,7 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"jkern {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name, (summary, configure, run) in _COMMANDS.items():
+    from ._cli_models import COMMANDS
+
+    for name, (summary, configure, run) in {**_COMMANDS, **COMMANDS}.items():
         p = sub.add_parser(name, help=summary, description=summary)
         configure(p)
         p.set_defaults(_run=run)

@@ -1,0 +1,203 @@
+"""Question classification (Table 1 of Croce, Moschitti & Basili, ACL 2017): KSVM vs Nyström + DCD.
+
+TREC/UIUC coarse classes (6), 5,401 training parses, 500 test parses, normalized SST (λ=0.4)
+and PTK (λ=μ=0.4). Rows:
+- KSVM: one-vs-rest C-SVMs on the full Gram matrix (SMO, `jkern.svm.ksvm_ovr`), C picked on a
+  stratified 20% held-out part of the training set, then retrained on all of it. Its support
+  vectors (union over the classes) are the kernel evaluations a test question costs.
+- DCD: Nyström embeddings with 100…1,000 uniformly sampled landmarks (5 samplings each,
+  mean ± std), one-vs-rest linear SVMs by dual coordinate descent (`jkern.svm.dcd_ovr`), C
+  picked the same way (the C grid trains as one vmapped program). Saving = 1 − landmarks /
+  KSVM support vectors.
+The Gram matrices are computed once per kernel (through the forest engine); every landmark
+set is a column subset of them, so C = K(X, L) and W = K(L, L) are read off, not recomputed.
+
+    python experiments/qc.py --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jkern  # noqa: E402
+from jkern.data import load_trec  # noqa: E402
+from jkern.metrics import accuracy  # noqa: E402
+from jkern.svm import dcd_ovr, ksvm_ovr  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = {"sst": lambda: jkern.Normalized(jkern.SST(0.4)),
+           "ptk": lambda: jkern.Normalized(jkern.PTK(0.4, 0.4))}
+KSVM_C = (0.3, 1.0, 3.0, 10.0, 30.0)
+DCD_C = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+
+
+def held_out_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, ...]:
+    """A stratified (fit, held-out) split of the training indices."""
+    rng = np.random.default_rng(seed)
+    fit, held = [], []
+    for c in np.unique(labels):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        k = int(round(fraction * len(idx)))
+        held.append(idx[:k])
+        fit.append(idx[k:])
+    return np.sort(np.concatenate(fit)), np.sort(np.concatenate(held))
+
+
+def grams(name, train, test, cache: Path | None):
+    """Normalized train Gram and test-vs-train block (cached as .npy when asked)."""
+    if cache is not None:
+        paths = cache / f"qc_{name}_train.npy", cache / f"qc_{name}_test.npy"
+        if all(p.is_file() for p in paths):
+            return np.load(paths[0]), np.load(paths[1]), None
+    kernel = KERNELS[name]()
+    t0 = time.perf_counter()
+    g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
+    g_test = np.asarray(jkern.gram(kernel, test, train, dtype="float64", block_size=256))
+    seconds = time.perf_counter() - t0
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(paths[0], g_train)
+        np.save(paths[1], g_test)
+    return g_train, g_test, seconds
+
+
+def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
+    scores = {}
+    for c in KSVM_C:
+        model = ksvm_ovr(g_train[np.ix_(fit, fit)], y_train[fit], C=c)
+        scores[c] = accuracy(y_train[held], model.predict(g_train[np.ix_(held, fit)]))
+    best = max(KSVM_C, key=lambda c: (scores[c], -c))
+    model = ksvm_ovr(g_train, y_train, C=best)
+    return model, best, scores
+
+
+def run_dcd(x_train, x_test, y_train, y_test, fit, held, key):
+    cs = jnp.asarray(DCD_C)
+    # the C grid as one program: vmap over C of the one-vs-rest fit
+    models = jax.vmap(lambda c: dcd_ovr(x_train[fit], y_train[fit], C=c, key=key))(cs)
+    held_acc = []
+    for i in range(len(DCD_C)):
+        model_i = jax.tree_util.tree_map(lambda a, i=i: a[i], models)
+        held_acc.append(accuracy(y_train[held], model_i.predict(x_train[held])))
+    best = DCD_C[int(np.argmax(held_acc))]
+    model = dcd_ovr(x_train, y_train, C=best, key=key)
+    return accuracy(y_test, model.predict(x_test)), best
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap.add_argument("--kernels", default="sst,ptk")
+    ap.add_argument("--landmarks", default="100,200,400,600,800,1000")
+    ap.add_argument("--samplings", type=int, default=5)
+    ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
+    args = ap.parse_args(argv)
+
+    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
+    y_train, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
+    fit, held = held_out_split(y_train, 0.2, seed=0)
+    cache = Path(args.cache_dir) if args.cache_dir else None
+    rows = []
+    for name in args.kernels.split(","):
+        g_train, g_test, gram_seconds = grams(name, train.trees, test.trees, cache)
+        t0 = time.perf_counter()
+        model, best_c, scores = run_ksvm(g_train, g_test, y_train, y_test, fit, held)
+        acc = accuracy(y_test, model.predict(g_test))
+        n_sv = model.n_support
+        rows.append({"model": "KSVM", "kernel": name, "landmarks": None, "accuracy": acc,
+                     "accuracy_std": 0.0, "saving": 0.0, "support_vectors": n_sv, "C": best_c,
+                     "held_out_accuracy": scores[best_c], "gram_seconds": gram_seconds,
+                     "train_seconds": round(time.perf_counter() - t0, 2)})
+        print(f"{name.upper()} KSVM: accuracy {acc:.4f} (C={best_c}, held-out "
+              f"{scores[best_c]:.4f}), support vectors {n_sv}", flush=True)
+        for m in [int(s) for s in args.landmarks.split(",")]:
+            accs, errs, cs = [], [], []
+            t0 = time.perf_counter()
+            for s in range(args.samplings):
+                key = jax.random.PRNGKey(1000 * m + s)
+                idx = jkern.select_landmarks(key, len(y_train), m)
+                proj = jkern.projector_from_gram(KERNELS[name](), [train.trees[i] for i in idx],
+                                                 g_train[np.ix_(idx, idx)])
+                x_train = np.asarray(proj.embed_columns(jnp.asarray(g_train[:, idx])))
+                x_test = np.asarray(proj.embed_columns(jnp.asarray(g_test[:, idx])))
+                acc, c = run_dcd(x_train, x_test, y_train, y_test, fit, held,
+                                 jax.random.fold_in(key, 1))
+                accs.append(acc)
+                cs.append(c)
+                sample = np.random.default_rng(s).choice(len(y_train), 500, replace=False)
+                errs.append(jkern.approximation_error(g_train[np.ix_(sample, sample)],
+                                                      x_train[sample]))
+            row = {"model": "DCD", "kernel": name, "landmarks": m,
+                   "accuracy": statistics.mean(accs), "accuracy_std": statistics.pstdev(accs),
+                   "saving": jkern.saving(m, n_sv), "accuracy_runs": accs, "C_runs": cs,
+                   "gram_rel_error": statistics.mean(errs),
+                   "seconds": round(time.perf_counter() - t0, 2)}
+            rows.append(row)
+            print(f"{name.upper()} DCD {m:5d} landmarks: accuracy {row['accuracy']:.4f} ± "
+                  f"{row['accuracy_std']:.4f}, saving {row['saving']:.1%}, ‖G−G̃‖/‖G‖ "
+                  f"{row['gram_rel_error']:.3f}", flush=True)
+
+    print("\nmodel  kernel  landmarks  accuracy        saving")
+    for r in rows:
+        lm = "-" if r["landmarks"] is None else r["landmarks"]
+        print(f"{r['model']:5s}  {r['kernel']:6s}  {lm!s:>9}  {100 * r['accuracy']:5.1f} ± "
+              f"{100 * r['accuracy_std']:3.1f}    {100 * r['saving']:5.1f}%")
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = {"experiment": "qc", "environment": {
+        "python": platform.python_version(), "jax": jax.__version__, "numpy": np.__version__,
+        "devices": [str(d) for d in jax.devices()], "cpu_count": os.cpu_count(),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "command": " ".join(["qc.py", *(argv if argv is not None else sys.argv[1:])])},
+        "rows": rows}
+    (out_dir / "qc.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot(rows, out_dir / "qc.png")
+    return 0
+
+
+def plot(rows, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed (pip install -e '.[plot]'): no PNG written")
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for kernel, color in (("sst", "tab:blue"), ("ptk", "tab:red")):
+        dcd = [r for r in rows if r["model"] == "DCD" and r["kernel"] == kernel]
+        if dcd:
+            ax.errorbar([r["landmarks"] for r in dcd], [100 * r["accuracy"] for r in dcd],
+                        yerr=[100 * r["accuracy_std"] for r in dcd], marker="o", color=color,
+                        label=f"Nyström+DCD {kernel.upper()}")
+        for r in rows:
+            if r["model"] == "KSVM" and r["kernel"] == kernel:
+                ax.axhline(100 * r["accuracy"], color=color, linestyle="--",
+                           label=f"KSVM {kernel.upper()}")
+    ax.set_xlabel("landmarks")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("TREC question classification (6 classes)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,366 @@
+"""`jkern nystrom fit|embed`, `jkern train`, `jkern predict`: projectors and models from the
+command line (see docs/cli.md). Errors follow `jkern gram`'s rules: one line, exit 2 for
+usage/input problems, 1 for computation/output problems."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .cli import (
+    EXIT_COMPUTE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CLIError,
+    _os_message,
+    _positive_float,
+    _positive_int,
+    add_kernel_arguments,
+    check_kernel_arguments,
+    kernel_from_arguments,
+    read_trees_or_exit,
+    setup_jax,
+    write_matrix,
+)
+
+_MODEL_FORMAT = "jkern.model/1"
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def read_labels(path: str, column: str | None) -> list[str]:
+    """Labels of a tree file: SVM-Light-TK lines' labels, or a TSV column (`column`)."""
+    from jkern.trees import TreeParseError
+    from jkern.trees._io import read_examples_any
+    from jkern.trees._penn import read_lines
+
+    try:
+        lines = read_lines(path)
+        header = lines[0].rstrip("\n").split("\t") if lines else []
+        if "tree" in header:
+            name = column or ("label" if "label" in header else None)
+            if name is None or name not in header:
+                raise CLIError(f"{path}: name the label column with --label-column "
+                               f"(columns: {', '.join(header)})")
+            at = header.index(name)
+            return [line.rstrip("\n").split("\t")[at] for line in lines[1:] if line.strip()]
+        examples = read_examples_any(path)
+    except TreeParseError as err:
+        raise CLIError(str(err), EXIT_USAGE) from err
+    except OSError as err:
+        raise CLIError(_os_message(err), EXIT_USAGE) from err
+    if not any("|BT|" in line or "|ET|" in line for line in lines):
+        raise CLIError(f"{path}: no labels (use SVM-Light-TK lines or a TSV with a label "
+                       "column)")
+    return [format(e.label, "g") for e in examples]
+
+
+def _out_npz(out: str) -> Path:
+    path = Path(out)
+    if path.suffix.lower() != ".npz":
+        raise CLIError(f"--out {out}: use a .npz file name")
+    if not path.parent.is_dir():
+        raise CLIError(f"--out {out}: directory {str(path.parent)!r} does not exist")
+    return path
+
+
+def _save_npz(path: Path, arrays: dict) -> None:
+    import os
+    import tempfile
+
+    import numpy as np
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load_npz(path: str):
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except OSError as err:
+        raise CLIError(_os_message(err), EXIT_USAGE) from err
+    except ValueError as err:
+        raise CLIError(f"{path}: not a .npz file ({err})", EXIT_USAGE) from err
+
+
+def _gram_options(args) -> dict[str, Any]:
+    return {"dtype": args.dtype, "threads": args.threads,
+            "progress": not args.quiet and sys.stderr.isatty()}
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                   help="kernel computation precision (default float64)")
+    p.add_argument("--threads", type=_positive_int, default=2, metavar="N",
+                   help="host threads computing Gram blocks (default 2)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+
+
+def _say(args, text: str) -> None:
+    if not args.quiet:
+        print(f"jkern: {text}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- nystrom
+
+
+def configure_nystrom(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
+    sub.required = True
+    fit = sub.add_parser("fit", help="fit a projector (landmarks + H) from trees",
+                         description="fit a Nyström projector from trees")
+    fit.add_argument("trees", metavar="TREES", help="training trees (landmarks come from them)")
+    add_kernel_arguments(fit)
+    fit.add_argument("--landmarks", "-l", type=_positive_int, required=True, metavar="M")
+    fit.add_argument("--ensemble", type=_positive_int, default=1, metavar="E",
+                     help="E independent projections, concatenated (default 1)")
+    fit.add_argument("--stratify", action="store_true",
+                     help="sample landmarks stratified by the file's labels")
+    fit.add_argument("--label-column", metavar="NAME", help="TSV input: the label column")
+    fit.add_argument("--seed", type=int, default=0, help="landmark sampling seed (default 0)")
+    fit.add_argument("--rcond", type=_positive_float, default=1e-5,
+                     help="drop eigen-components with s_i/s_0 below it (default 1e-5)")
+    fit.add_argument("--out", "-o", required=True, metavar="FILE.npz")
+    _common(fit)
+    fit.set_defaults(_action=run_nystrom_fit)
+    embed = sub.add_parser("embed", help="embed trees with a saved projector",
+                           description="embed trees with a saved Nyström projector")
+    embed.add_argument("projector", metavar="PROJECTOR.npz")
+    embed.add_argument("trees", metavar="TREES")
+    embed.add_argument("--out", "-o", required=True, metavar="FILE(.npy|.tsv)")
+    _common(embed)
+    embed.set_defaults(_action=run_nystrom_embed)
+
+
+def run_nystrom(args) -> int:
+    return args._action(args)
+
+
+def run_nystrom_fit(args) -> int:
+    t0 = time.perf_counter()
+    check_kernel_arguments(args)
+    out = _out_npz(args.out)
+    setup_jax(args.dtype)
+    import jax
+
+    import jkern
+    from jkern._nystrom import projector_arrays
+
+    trees = read_trees_or_exit(args.trees)
+    labels = read_labels(args.trees, args.label_column) if args.stratify else None
+    kernel = kernel_from_arguments(args)
+    if args.landmarks > len(trees):
+        raise CLIError(f"--landmarks {args.landmarks}: the file has {len(trees)} trees")
+    key = jax.random.PRNGKey(args.seed)
+    options = dict(landmarks=args.landmarks, key=key, labels=labels, rcond=args.rcond,
+                   **_gram_options(args))
+    try:
+        if args.ensemble > 1:
+            proj = jkern.fit_nystrom_ensemble(kernel, trees, projections=args.ensemble,
+                                              **options)
+        else:
+            proj = jkern.fit_nystrom(kernel, trees, **options)
+    except (FloatingPointError, ValueError) as err:
+        raise CLIError(str(err), EXIT_COMPUTE) from err
+    _save_npz(out, projector_arrays(proj))
+    rank = sum(m.rank for m in getattr(proj, "members", (proj,)))
+    _say(args, f"nystrom fit: {proj.n_landmarks} landmarks, rank {rank} -> {args.out} in "
+               f"{time.perf_counter() - t0:.2f} s")
+    return EXIT_OK
+
+
+def _projector(path: str):
+    from jkern._nystrom import projector_from_arrays
+
+    data = _load_npz(path)
+    try:
+        return projector_from_arrays(data, source=path)
+    except ValueError as err:
+        raise CLIError(str(err), EXIT_USAGE) from err
+
+
+def run_nystrom_embed(args) -> int:
+    t0 = time.perf_counter()
+    from jkern.cli import _check_output_path
+
+    out = _check_output_path(args.out)
+    setup_jax(args.dtype)
+    import numpy as np
+
+    proj = _projector(args.projector)
+    trees = read_trees_or_exit(args.trees)
+    try:
+        x = np.asarray(proj.embed(trees, **_gram_options(args)))
+    except (FloatingPointError, ValueError) as err:
+        raise CLIError(str(err), EXIT_COMPUTE) from err
+    write_matrix(out, x)
+    _say(args, f"nystrom embed: {x.shape[0]}x{x.shape[1]} -> {args.out} in "
+               f"{time.perf_counter() - t0:.2f} s")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- train / predict
+
+
+def configure_train(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trees", metavar="TREES", help="labelled training trees (SVM-Light-TK "
+                   "lines, or a TSV with a tree column and a label column)")
+    p.add_argument("--algo", choices=("dcd", "ksvm"), default="dcd",
+                   help="dcd: Nyström embedding + one-vs-rest linear SVMs by dual coordinate "
+                        "descent (needs --projector or --landmarks); ksvm: one-vs-rest C-SVMs "
+                        "on the full Gram matrix (SMO)")
+    p.add_argument("--projector", metavar="FILE.npz", help="dcd: a projector from "
+                   "`jkern nystrom fit` (else one is fitted with the kernel flags)")
+    p.add_argument("--landmarks", "-l", type=_positive_int, metavar="M")
+    p.add_argument("--seed", type=int, default=0)
+    add_kernel_arguments(p, required=False)
+    p.add_argument("--C", type=_positive_float, default=1.0, dest="C", help="SVM C (default 1)")
+    p.add_argument("--label-column", metavar="NAME", help="TSV input: the label column")
+    p.add_argument("--out", "-o", required=True, metavar="MODEL.npz")
+    _common(p)
+
+
+def run_train(args) -> int:
+    t0 = time.perf_counter()
+    out = _out_npz(args.out)
+    if args.algo == "dcd" and args.projector is None and args.landmarks is None:
+        raise CLIError("--algo dcd needs --projector FILE or --landmarks M")
+    if args.projector is None:
+        if args.kernel is None:
+            raise CLIError("give --kernel (or --projector FILE for --algo dcd)")
+        check_kernel_arguments(args)
+    setup_jax(args.dtype)
+    import jax
+    import numpy as np
+
+    import jkern
+    from jkern._nystrom import projector_arrays
+    from jkern.kernels._spec import kernel_to_spec
+
+    trees = read_trees_or_exit(args.trees)
+    labels = np.asarray(read_labels(args.trees, args.label_column))
+    if len(labels) != len(trees):
+        raise CLIError(f"{args.trees}: {len(trees)} trees but {len(labels)} labels")
+    if len(np.unique(labels)) < 2:
+        raise CLIError(f"{args.trees}: needs at least two classes")
+    arrays: dict[str, Any] = {}
+    try:
+        if args.algo == "dcd":
+            from jkern.svm import dcd_ovr
+
+            if args.projector is not None:
+                proj = _projector(args.projector)
+            else:
+                proj = jkern.fit_nystrom(kernel_from_arguments(args), trees,
+                                         landmarks=min(args.landmarks, len(trees)),
+                                         key=jax.random.PRNGKey(args.seed),
+                                         **_gram_options(args))
+            x = proj.embed(trees, **_gram_options(args))
+            model = dcd_ovr(x, labels, C=args.C, key=jax.random.PRNGKey(args.seed))
+            arrays.update(projector_arrays(proj, "projector/"))
+            arrays["w"], arrays["b"] = np.asarray(model.w), np.asarray(model.b)
+            costs = proj.n_landmarks
+        else:
+            kernel = kernel_from_arguments(args)
+            g = jkern.gram(kernel, trees, **_gram_options(args))
+            model = jkern.svm.ksvm_ovr(g, labels, C=args.C)
+            support = model.support
+            spec, karrays = kernel_to_spec(kernel)
+            arrays.update(karrays)
+            arrays["kernel_spec"] = np.array(json.dumps(spec))
+            arrays["support_trees"] = np.array([trees[i].to_penn() for i in support], str)
+            arrays["coef"] = np.asarray(model.coef)[:, support]
+            arrays["intercept"] = np.asarray(model.intercept)
+            costs = len(support)
+    except (FloatingPointError, ValueError) as err:
+        raise CLIError(str(err), EXIT_COMPUTE) from err
+    classes = np.unique(labels)
+    arrays["header"] = np.array(json.dumps({"format": _MODEL_FORMAT, "algo": args.algo}))
+    arrays["classes"] = classes.astype(str)
+    _save_npz(out, arrays)
+    what = "landmarks" if args.algo == "dcd" else "support vectors"
+    _say(args, f"train {args.algo}: {len(trees)} trees, {len(classes)} classes, {costs} "
+               f"{what} (kernel evaluations per prediction) -> {args.out} in "
+               f"{time.perf_counter() - t0:.2f} s")
+    return EXIT_OK
+
+
+def configure_predict(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL.npz")
+    p.add_argument("trees", metavar="TREES")
+    p.add_argument("--out", "-o", required=True, metavar="FILE.tsv",
+                   help="one line per tree: predicted label, then the decision values")
+    p.add_argument("--label-column", metavar="NAME",
+                   help="TSV input with labels: also report accuracy")
+    _common(p)
+
+
+def run_predict(args) -> int:
+    t0 = time.perf_counter()
+    if not args.out.lower().endswith(".tsv"):
+        raise CLIError(f"--out {args.out}: use a .tsv file name")
+    setup_jax(args.dtype)
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jkern
+    from jkern._nystrom import projector_from_arrays
+    from jkern.kernels._spec import kernel_from_spec
+    from jkern.trees._penn import parse_penn
+
+    data = _load_npz(args.model)
+    if "header" not in data or json.loads(str(data["header"])).get("format") != _MODEL_FORMAT:
+        raise CLIError(f"{args.model}: not a jkern model file (from `jkern train`)")
+    algo = json.loads(str(data["header"]))["algo"]
+    classes = data["classes"]
+    trees = read_trees_or_exit(args.trees)
+    try:
+        if algo == "dcd":
+            proj = projector_from_arrays(data, "projector/", source=args.model)
+            x = proj.embed(trees, **_gram_options(args))
+            scores = np.asarray(x @ jnp.asarray(data["w"]).T + jnp.asarray(data["b"]))
+        else:
+            kernel = kernel_from_spec(json.loads(str(data["kernel_spec"])), data)
+            support = [parse_penn(str(s)) for s in data["support_trees"]]
+            k = jkern.gram(kernel, trees, support, **_gram_options(args))
+            scores = np.asarray(k @ jnp.asarray(data["coef"]).T + jnp.asarray(data["intercept"]))
+    except (FloatingPointError, ValueError) as err:
+        raise CLIError(str(err), EXIT_COMPUTE) from err
+    predicted = classes[np.argmax(scores, axis=1)]
+    lines = ["\t".join(["label", *[f"score_{c}" for c in classes]])]
+    lines += ["\t".join([str(p), *[format(float(v), ".17g") for v in row]])
+              for p, row in zip(predicted, scores)]
+    try:
+        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    except OSError as err:
+        raise CLIError(_os_message(err), EXIT_COMPUTE) from err
+    summary = f"predict {algo}: {len(trees)} trees -> {args.out}"
+    if args.label_column is not None or "|BT|" in Path(args.trees).read_text(errors="replace"):
+        gold = np.asarray(read_labels(args.trees, args.label_column))
+        summary += f", accuracy {float(np.mean(gold == predicted)):.4f}"
+    _say(args, f"{summary} in {time.perf_counter() - t0:.2f} s")
+    return EXIT_OK
+
+
+COMMANDS = {
+    "nystrom": ("fit a Nyström projector from trees, or embed trees with one",
+                configure_nystrom, run_nystrom),
+    "train": ("train a classifier on labelled trees (Nyström + DCD, or kernel SVM)",
+              configure_train, run_train),
+    "predict": ("classify trees with a model from `jkern train`", configure_predict,
+                run_predict),
+}
