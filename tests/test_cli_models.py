@@ -1,0 +1,74 @@
+"""`jkern nystrom fit|embed`, `jkern train`, `jkern predict` end to end on the reference trees
+(SVM-Light-TK lines with ±1 labels), checked against the library calls they wrap."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import jkern
+from jkern.cli import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data_paths import REF_DIR, require  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def dat():
+    return str(require(REF_DIR / "trees50.dat"))
+
+
+def test_nystrom_fit_and_embed_match_the_library(dat, tmp_path):
+    proj_path = tmp_path / "p.npz"
+    assert main(["nystrom", "fit", dat, "--kernel", "sst", "--normalize", "-l", "12",
+                 "--seed", "3", "--out", str(proj_path), "-q"]) == 0
+    assert main(["nystrom", "embed", str(proj_path), dat, "--out", str(tmp_path / "x.npy"),
+                 "-q"]) == 0
+    trees = jkern.read_trees(dat)
+    want = jkern.fit_nystrom(jkern.Normalized(jkern.SST(0.4)), trees, landmarks=12,
+                             key=jax.random.PRNGKey(3), dtype="float64")
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"),
+                                  want.embed(trees, dtype="float64"))
+
+
+def test_train_and_predict_ksvm(dat, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    assert main(["train", dat, "--algo", "ksvm", "--kernel", "sst", "--normalize", "--C", "10",
+                 "--out", str(model)]) == 0
+    assert "support vectors" in capsys.readouterr().err
+    out = tmp_path / "p.tsv"
+    assert main(["predict", str(model), dat, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    lines = out.read_text().splitlines()
+    assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
+    # the library's model gives the same decision values
+    trees = jkern.read_trees(dat)
+    labels = np.array([line.split()[0] for line in Path(dat).read_text().splitlines()])
+    g = jkern.gram(jkern.Normalized(jkern.SST(0.4)), trees, dtype="float64")
+    ref = jkern.svm.ksvm_ovr(g, labels, C=10.0)
+    scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
+    np.testing.assert_allclose(scores, np.asarray(ref.decision_function(g)), atol=1e-9)
+    acc = float(np.mean(ref.predict(g) == labels))
+    assert f"accuracy {acc:.4f}" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "{dat}", "--algo", "dcd", "--kernel", "sst", "--out", "{tmp}/m.npz"],
+     "needs --projector FILE or --landmarks M"),
+    (["train", "{dat}", "--algo", "ksvm", "--out", "{tmp}/m.npz"], "give --kernel"),
+    (["train", "{dat}", "--algo", "ksvm", "--kernel", "sst", "--out", "{tmp}/m.txt"],
+     "use a .npz file name"),
+    (["predict", "{dat}", "{dat}", "--out", "{tmp}/p.tsv"], "not a .npz file"),
+    (["nystrom", "embed", "{tmp}/missing.npz", "{dat}", "--out", "{tmp}/x.npy"],
+     "No such file"),
+])
+def test_model_commands_fail_with_one_line(dat, tmp_path, capsys, argv, message):
+    argv = [a.format(dat=dat, tmp=tmp_path) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jkern: error:") and message in err[0]
+    assert not (tmp_path / "m.npz").exists()
