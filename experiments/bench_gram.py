@@ -16,10 +16,6 @@ mu lam^2 and is not evaluated) vs the matched node pairs a pairwise loop visits.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import resource
 import statistics
 import sys
@@ -31,6 +27,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
+from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
 
 import jkern  # noqa: E402
 from jkern.data import load_trec  # noqa: E402
@@ -125,23 +122,7 @@ def main(argv=None) -> int:
             flush=True,
         )
 
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = {
-        "experiment": "bench_gram",
-        "environment": {
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "numpy": np.__version__,
-            "devices": [str(d) for d in jax.devices()],
-            "cpu_count": os.cpu_count(),
-            "machine": platform.machine(),
-            "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
-        },
-        "rows": rows,
-    }
-    (out_dir / "bench_gram.json").write_text(json.dumps(result, indent=2) + "\n")
+    out_dir = write_result(args.out_dir, "bench_gram", rows, argv).parent
     try:
         import matplotlib
 

@@ -23,10 +23,6 @@ difference, and training / held-out accuracies are printed and written with the 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -39,6 +35,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
 
 from jkern.svm import LinearSVM, dcd, dcd_ovr, primal_objective  # noqa: E402
 
@@ -299,26 +296,12 @@ def main(argv=None) -> int:
         print("\n(problem B skipped: no --features PATH.npz given)")
     print_table(rows)
 
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = {
-        "experiment": "bench_linear",
-        "environment": {
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "numpy": np.__version__,
-            "sklearn": sklearn_version,
-            "devices": [str(d) for d in jax.devices()],
-            "cpu_count": os.cpu_count(),
-            "machine": platform.machine(),
-            "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
-        },
-        "settings": {"C_single": C_SINGLE, "Cs": [float(c) for c in GRID], "tol": TOL,
-                     "max_iter": MAX_ITER, "bias": BIAS, "loss": "squared_hinge"},
-        "rows": rows,
-    }
-    (out_dir / "bench_linear.json").write_text(json.dumps(result, indent=2) + "\n")
+    out_dir = write_result(
+        args.out_dir, "bench_linear", rows, argv,
+        environment_extra={"sklearn": sklearn_version},
+        settings={"C_single": C_SINGLE, "Cs": [float(c) for c in GRID], "tol": TOL,
+                  "max_iter": MAX_ITER, "bias": BIAS, "loss": "squared_hinge"},
+    ).parent
     print(f"wrote {out_dir / 'bench_linear.json'}")
     try:
         import matplotlib

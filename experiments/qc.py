@@ -18,10 +18,6 @@ set is a column subset of them, so C = K(X, L) and W = K(L, L) are read off, not
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -33,6 +29,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
 
 import jkern  # noqa: E402
 from jkern.data import load_trec  # noqa: E402
@@ -162,15 +159,7 @@ def main(argv=None) -> int:
         lm = "-" if r["landmarks"] is None else r["landmarks"]
         print(f"{r['model']:5s}  {r['kernel']:6s}  {lm!s:>9}  {100 * r['accuracy']:5.1f} ± "
               f"{100 * r['accuracy_std']:3.1f}    {100 * r['saving']:5.1f}%")
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = {"experiment": "qc", "environment": {
-        "python": platform.python_version(), "jax": jax.__version__, "numpy": np.__version__,
-        "devices": [str(d) for d in jax.devices()], "cpu_count": os.cpu_count(),
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "command": " ".join(["qc.py", *(argv if argv is not None else sys.argv[1:])])},
-        "rows": rows}
-    (out_dir / "qc.json").write_text(json.dumps(result, indent=2) + "\n")
+    out_dir = write_result(args.out_dir, "qc", rows, argv).parent
     plot(rows, out_dir / "qc.png")
     return 0
 

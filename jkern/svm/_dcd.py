@@ -388,12 +388,18 @@ def _check_X(X):
     return X.astype(dt), dt
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "shrinking", "max_iter"))
-def _fit_binary(X, y, C, cw, bias, tol, key, *, loss, shrinking, max_iter):
-    dt = X.dtype
+def _checked_costs(C, cw, dt):
+    """C and the class weights as dtype `dt`, with an in-jit error where one is not > 0."""
     C = eqx.error_if(jnp.asarray(C, dt), jnp.asarray(C) <= 0, "C must be > 0")
     cw = eqx.error_if(jnp.asarray(cw, dt), jnp.any(jnp.asarray(cw) <= 0),
                       "class weights must be > 0")
+    return C, cw
+
+
+@functools.partial(jax.jit, static_argnames=("loss", "shrinking", "max_iter"))
+def _fit_binary(X, y, C, cw, bias, tol, key, *, loss, shrinking, max_iter):
+    dt = X.dtype
+    C, cw = _checked_costs(C, cw, dt)
     out = _solver(loss, shrinking, max_iter)(
         X,
         y.astype(dt)[None, :],
@@ -500,9 +506,7 @@ def dcd_grid(
 @functools.partial(jax.jit, static_argnames=("loss", "shrinking", "max_iter"))
 def _fit_ovr(X, Y, C, cw, bias, tol, key, *, loss, shrinking, max_iter):
     dt = X.dtype
-    C = eqx.error_if(jnp.asarray(C, dt), jnp.asarray(C) <= 0, "C must be > 0")
-    cw = eqx.error_if(jnp.asarray(cw, dt), jnp.any(jnp.asarray(cw) <= 0),
-                      "class weights must be > 0")
+    C, cw = _checked_costs(C, cw, dt)
     bias = jnp.asarray(bias, dt)
     solve = _solver(loss, shrinking, max_iter)
 
