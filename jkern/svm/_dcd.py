@@ -388,6 +388,20 @@ def _check_X(X):
     return X.astype(dt), dt
 
 
+def _class_weights(class_weight, k: int, dt, shape_message: str) -> Array:
+    """`[k]` class weights (ones for None), checked at the boundary: shape, and > 0 where
+    the values are concrete (`shape_message` gets the bad shape)."""
+    if class_weight is None:
+        return jnp.ones((k,), dt)
+    cw = jnp.asarray(class_weight, dt)
+    if cw.shape != (k,):
+        raise ValueError(shape_message.format(cw.shape))
+    cv = _concrete(cw)
+    if cv is not None and not np.all(cv > 0):
+        raise ValueError(f"class weights must be > 0, got {cv}")
+    return cw
+
+
 def _checked_costs(C, cw, dt):
     """C and the class weights as dtype `dt`, with an in-jit error where one is not > 0."""
     C = eqx.error_if(jnp.asarray(C, dt), jnp.asarray(C) <= 0, "C must be > 0")
@@ -471,17 +485,8 @@ def dcd(
     if yv is not None and not np.all((yv == 1) | (yv == -1)):
         bad = np.unique(yv[(yv != 1) & (yv != -1)])[:5]
         raise ValueError(f"y must hold only -1 and +1 (use dcd_ovr for other labels), got {bad}")
-    if class_weight is None:
-        cw = jnp.ones((2,), dt)
-    else:
-        cw = jnp.asarray(class_weight, dt)
-        if cw.shape != (2,):
-            raise ValueError(
-                f"class_weight must be (weight of +1, weight of -1), got shape {cw.shape}"
-            )
-        cv = _concrete(cw)
-        if cv is not None and not np.all(cv > 0):
-            raise ValueError(f"class weights must be > 0, got {cv}")
+    cw = _class_weights(class_weight, 2, dt,
+                        "class_weight must be (weight of +1, weight of -1), got shape {}")
     W, b, A, n_iter, conv, dual = _fit_binary(
         X, y, C, cw, 0.0 if bias is None else bias, tol, key,
         loss=loss, shrinking=bool(shrinking), max_iter=int(max_iter),
@@ -574,15 +579,8 @@ def dcd_ovr(
         if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
             raise ValueError(f"labels must be [n] = [{X.shape[0]}], got shape {labels.shape}")
         Y = jnp.where(labels[None, :] == jnp.asarray(classes_t)[:, None], 1.0, -1.0).astype(dt)
-    if class_weight is None:
-        cw = jnp.ones((k,), dt)
-    else:
-        cw = jnp.asarray(class_weight, dt)
-        if cw.shape != (k,):
-            raise ValueError(f"class_weight must have one weight per class ({k}), got {cw.shape}")
-        cv = _concrete(cw)
-        if cv is not None and not np.all(cv > 0):
-            raise ValueError(f"class weights must be > 0, got {cv}")
+    cw = _class_weights(class_weight, k, dt,
+                        f"class_weight must have one weight per class ({k}), got {{}}")
     W, b, A, n_iter, conv, dual = _fit_ovr(
         X, Y, C, cw, 0.0 if bias is None else bias, tol, key,
         loss=loss, shrinking=bool(shrinking), max_iter=int(max_iter),
