@@ -3,6 +3,7 @@
 from . import kernels as kernels
 from . import metrics as metrics
 from . import svm as svm
+from . import kda as kda
 from ._cache import enable_compilation_cache as enable_compilation_cache
 from . import trees as trees
 from .kernels import PTK as PTK
@@ -26,5 +27,6 @@ from ._nystrom import nystrom_projection as nystrom_projection
 from ._nystrom import projector_from_gram as projector_from_gram
 from ._nystrom import saving as saving
 from ._nystrom import select_landmarks as select_landmarks
+from .kda import KDA as KDA
 
 __version__ = "0.1.0"

@@ -1,0 +1,14 @@
+"""The kernel-based deep architecture: a Nyström layer and an MLP (Croce et al., ACL 2017)."""
+
+from ._io import load_kda as load_kda
+from ._io import save_kda as save_kda
+from ._model import KDA as KDA
+from ._train import FitResult as FitResult
+from ._train import adam as adam
+from ._train import fit as fit
+from ._train import fit_grid as fit_grid
+from ._train import grid_member as grid_member
+from ._train import init_grid as init_grid
+from ._train import init_opt_state as init_opt_state
+from ._train import loss_fn as loss_fn
+from ._train import train_step as train_step

@@ -1,0 +1,64 @@
+"""Saving a trained KDA with its Nyström projector in one `.npz` file."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._nystrom import Nystrom, NystromEnsemble, projector_arrays, projector_from_arrays
+from ._model import KDA
+
+_FORMAT = "jkern-kda-1"
+
+
+def save_kda(path: str | os.PathLike[str], model: KDA,
+             projector: Nystrom | NystromEnsemble | None = None) -> None:
+    """Writes `model` (and the projector whose landmarks give its input columns) to `path`.
+
+    The labels must be JSON values (ints, floats, strings)."""
+    classes = list(model.classes)
+    try:
+        json.dumps(classes)
+    except TypeError as e:
+        raise TypeError(f"the model's classes must be JSON values to be saved: {e}") from None
+    if model.nystrom.ndim != 2:
+        raise ValueError("save one model, not a stacked grid (take grid_member(models, g))")
+    leaves = jax.tree_util.tree_leaves(model)
+    header = {"format": _FORMAT, "classes": classes,
+              "hidden": [int(layer.weight.shape[0]) for layer in model.hidden],
+              "train_nystrom": model.train_nystrom, "n_leaves": len(leaves),
+              "projector": projector is not None}
+    arrays = {f"kda.leaf{i}": np.asarray(a) for i, a in enumerate(leaves)}
+    arrays["kda.header"] = np.array(json.dumps(header))
+    if projector is not None:
+        arrays.update(projector_arrays(projector, prefix="nystrom."))
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def load_kda(path: str | os.PathLike[str]) -> tuple[KDA, Nystrom | NystromEnsemble | None]:
+    """Reads what `save_kda` wrote: (model, projector or None). Predictions of the reloaded
+    model are bit-identical."""
+    with np.load(path, allow_pickle=False) as data:
+        if "kda.header" not in data:
+            raise ValueError(f"{path}: not a jkern KDA file")
+        header = json.loads(str(data["kda.header"]))
+        if header.get("format") != _FORMAT:
+            raise ValueError(f"{path}: not a jkern KDA file (format {header.get('format')!r})")
+        leaves = [jnp.asarray(data[f"kda.leaf{i}"]) for i in range(header["n_leaves"])]
+        projector = (projector_from_arrays(data, prefix="nystrom.", source=str(path))
+                     if header["projector"] else None)
+    # the tree structure comes from a skeleton of the same configuration
+    skeleton = KDA.init(jax.random.PRNGKey(0), leaves[0], header["classes"],
+                        hidden=header["hidden"], train_nystrom=header["train_nystrom"],
+                        dtype=leaves[0].dtype)
+    template = jax.tree_util.tree_leaves(skeleton)
+    if len(template) != len(leaves) or any(
+            a.shape != b.shape for a, b in zip(template, leaves)):
+        raise ValueError(f"{path}: the saved arrays do not fit a KDA of the saved configuration")
+    model = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(skeleton), leaves)
+    return model, projector

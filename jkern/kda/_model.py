@@ -1,0 +1,144 @@
+"""The kernel-based deep architecture (Croce, Moschitti & Basili, ACL 2017, section 3.2).
+
+    c = K(x, L)                      kernel values against the landmarks (computed once per input)
+    z_0 = c H_Ny                     the Nyström layer (frozen by default)
+    z_t = relu(W_t drop(z_{t-1}) + b_t)   hidden layers
+    scores = W_o drop(z_T) + b_o     softmax classifier
+
+Dropout acts on the input of every hidden layer and of the classifier. The dropout rate is an
+array leaf, so models with different rates stack and train under one `jax.vmap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+
+def _dropout(x: Array, rate: Array, key: PRNGKeyArray | None) -> Array:
+    """Inverted dropout; identity when `key` is None (inference) or the rate is 0."""
+    if key is None:
+        return x
+    keep = 1.0 - rate
+    mask = jax.random.bernoulli(key, keep, x.shape)
+    # keep = 0 would divide by zero: a rate of 1 drops everything (the output is then 0)
+    return jnp.where(mask, x / jnp.where(keep > 0, keep, 1.0), 0.0)
+
+
+class KDA(eqx.Module):
+    """Nyström layer + MLP over kernel columns `c = K(x, landmarks)`.
+
+    Build with `KDA.init`. `model(c, key=...)` gives class scores (logits) for a `[n, m]`
+    batch of kernel columns; `key=None` is inference (no dropout).
+
+    Attributes:
+        nystrom: `[landmarks, rank]` H_Ny = U S^-1/2 of the projector.
+        hidden: the hidden layers (`eqx.nn.Linear`, ReLU after each).
+        output: the classifier layer.
+        dropout: dropout rate (an array leaf: vmappable).
+        train_nystrom: whether the Nyström layer is trained (static).
+        classes: the labels, in the order of the scores (static).
+    """
+
+    nystrom: Float[Array, "landmarks rank"]
+    hidden: tuple[eqx.nn.Linear, ...]
+    output: eqx.nn.Linear
+    dropout: Float[Array, ""]
+    train_nystrom: bool = eqx.field(static=True)
+    classes: tuple = eqx.field(static=True)
+
+    @classmethod
+    def init(cls, key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"],
+             classes: Sequence[Any], *, hidden: Sequence[int] | None = None, dropout: Any = 0.0,
+             train_nystrom: bool = False, dtype: Any = None) -> KDA:
+        """A freshly initialised model.
+
+        Args:
+            key: PRNG key for the weights.
+            nystrom: the projector's H (`Nystrom.projection`).
+            classes: the labels (sorted unique training labels, say).
+            hidden: hidden-layer widths; default two layers as wide as the landmarks (the paper).
+            dropout: dropout rate in [0, 1).
+            train_nystrom: train H_Ny with the rest (default frozen).
+            dtype: parameter dtype (default: H's).
+        """
+        nystrom = jnp.asarray(nystrom)
+        if nystrom.ndim != 2:
+            raise ValueError(f"nystrom must be [landmarks, rank], got shape {nystrom.shape}")
+        classes = tuple(classes)
+        if len(classes) < 2:
+            raise ValueError(f"need at least 2 classes, got {classes!r}")
+        if len(set(classes)) != len(classes):
+            raise ValueError(f"classes must be distinct, got {classes!r}")
+        widths = [nystrom.shape[0]] * 2 if hidden is None else [int(w) for w in hidden]
+        if any(w < 1 for w in widths):
+            raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
+        dtype = nystrom.dtype if dtype is None else jnp.dtype(dtype)
+        sizes = [nystrom.shape[1], *widths]
+        keys = jax.random.split(key, len(widths) + 1)
+        layers = tuple(eqx.nn.Linear(a, b, key=k, dtype=dtype)
+                       for a, b, k in zip(sizes[:-1], sizes[1:], keys[:-1]))
+        output = eqx.nn.Linear(sizes[-1], len(classes), key=keys[-1], dtype=dtype)
+        return cls(nystrom.astype(dtype), layers, output, jnp.asarray(dropout, dtype),
+                   bool(train_nystrom), classes)
+
+    def __check_init__(self):
+        rate = self.dropout
+        if not isinstance(rate, jax.core.Tracer) and rate.ndim == 0 and not 0 <= float(rate) < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {float(rate)}")
+
+    @property
+    def n_landmarks(self) -> int:
+        return int(self.nystrom.shape[-2])
+
+    def embed(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n rank"]:
+        """The Nyström layer alone: `c @ H_Ny` (the Nyström embeddings)."""
+        if c.shape[-1] != self.n_landmarks:
+            raise ValueError(f"expected {self.n_landmarks} kernel columns, got {c.shape[-1]}")
+        h = self.nystrom if self.train_nystrom else jax.lax.stop_gradient(self.nystrom)
+        return jnp.matmul(c.astype(h.dtype), h, precision=jax.lax.Precision.HIGHEST)
+
+    def __call__(self, c: Float[Array, "n landmarks"], *, key: PRNGKeyArray | None = None
+                 ) -> Float[Array, "n classes"]:
+        """Class scores (logits); dropout only when a `key` is given."""
+        z = self.embed(c)
+        keys = [None] * (len(self.hidden) + 1) if key is None else \
+            list(jax.random.split(key, len(self.hidden) + 1))
+        for layer, k in zip(self.hidden, keys[:-1]):
+            z = jax.nn.relu(_linear(layer, _dropout(z, self.dropout, k)))
+        return _linear(self.output, _dropout(z, self.dropout, keys[-1]))
+
+    def predict_index(self, c: Float[Array, "n landmarks"]) -> Int[Array, " n"]:
+        """Index into `classes` of the highest score."""
+        return jnp.argmax(self(c), axis=-1)
+
+    def predict(self, c: Float[Array, "n landmarks"]) -> Any:
+        """Predicted labels (a jax array for numeric labels, else numpy)."""
+        i = self.predict_index(c)
+        if all(isinstance(x, (int, float)) for x in self.classes):
+            return jnp.asarray(self.classes)[i]
+        import numpy as np
+
+        return np.asarray(self.classes, dtype=object)[np.asarray(i)]
+
+    def penalty(self) -> Float[Array, ""]:
+        """Σ‖W‖² over the hidden and output weight matrices (not biases, not H_Ny)."""
+        return sum(jnp.sum(layer.weight ** 2) for layer in (*self.hidden, self.output))
+
+    def trainable(self) -> KDA:
+        """A filter spec (pytree of bools) of the trained leaves: layers, and H_Ny if asked."""
+        def trained(path, _):
+            name = path[0].name
+            return name in ("hidden", "output") or (name == "nystrom" and self.train_nystrom)
+
+        return jax.tree_util.tree_map_with_path(trained, self)
+
+
+def _linear(layer: eqx.nn.Linear, x: Float[Array, "n i"]) -> Float[Array, "n o"]:
+    """A Linear layer on a batch (one matmul, not a vmap of matrix-vector products)."""
+    return x @ layer.weight.T + layer.bias

@@ -1,0 +1,264 @@
+"""Training the KDA: a pure step, a jitted fit with early stopping, and vmapped grids.
+
+The paper's recipe (section 4): cross-entropy + λ Σ‖W‖², Adam (learning rate 1e-3), batches of
+256, up to 500 epochs, the model of the best development-set epoch kept. Here the whole fit is
+one compiled `lax.while_loop` over epochs (each a `lax.scan` over batches), so a grid of
+configurations — dropout rates, λ values, seeds — trains as one `jax.vmap`ped program.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+
+from ._model import KDA
+
+
+@functools.cache
+def adam(learning_rate: float = 1e-3) -> optax.GradientTransformation:
+    """Adam, one object per learning rate (a new optimizer object would recompile the fit)."""
+    return optax.adam(learning_rate)
+
+
+def init_opt_state(model: KDA, optimizer: optax.GradientTransformation) -> optax.OptState:
+    """The optimizer state of the trained leaves of `model`."""
+    return optimizer.init(eqx.filter(model, model.trainable()))
+
+
+def loss_fn(model: KDA, c: Float[Array, "b landmarks"], y: Int[Array, " b"],
+            weight: Float[Array, " b"], key: PRNGKeyArray | None, l2: Any
+            ) -> Float[Array, ""]:
+    """Weighted mean cross-entropy + `l2` Σ‖W‖² (hidden and output weight matrices).
+
+    `y` holds class indices (into `model.classes`); `weight` is 0 for padding rows."""
+    logits = model(c, key=key)
+    ce = optax.softmax_cross_entropy_with_integer_labels(logits, y)
+    total = jnp.sum(weight)
+    return jnp.sum(weight * ce) / jnp.where(total > 0, total, 1) + l2 * model.penalty()
+
+
+def train_step(model: KDA, opt_state: optax.OptState,
+               batch: tuple[Float[Array, "b landmarks"], Int[Array, " b"], Float[Array, " b"]],
+               key: PRNGKeyArray, *, l2: Any = 0.0,
+               optimizer: optax.GradientTransformation | None = None
+               ) -> tuple[KDA, optax.OptState, Float[Array, ""]]:
+    """One optimizer step on `batch = (c, y_index, weight)`; returns (model, opt_state, loss).
+
+    Pure: jit it, scan it, vmap it. Only the leaves of `model.trainable()` change."""
+    optimizer = adam() if optimizer is None else optimizer
+    params, static = eqx.partition(model, model.trainable())
+
+    def objective(p):
+        return loss_fn(eqx.combine(p, static), *batch, key, l2)
+
+    loss, grads = jax.value_and_grad(objective)(params)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return eqx.combine(eqx.apply_updates(params, updates), static), opt_state, loss
+
+
+class FitResult(eqx.Module):
+    """What `fit` returns (a vmapped grid adds a leading axis to every array).
+
+    Attributes:
+        model: the model of the best development epoch (the last one without a dev set).
+        best_epoch: that epoch (0-based).
+        n_epochs: epochs run (early stopping may end before `epochs`).
+        dev_accuracy: `[epochs]` accuracy on the development set after each epoch (NaN after
+            the last epoch run).
+        train_loss: `[epochs]` mean training loss of each epoch (NaN after the last one).
+    """
+
+    model: KDA
+    best_epoch: Int[Array, ""]
+    n_epochs: Int[Array, ""]
+    dev_accuracy: Float[Array, " epochs"]
+    train_loss: Float[Array, " epochs"]
+
+
+class _Loop(NamedTuple):
+    epoch: Int[Array, ""]
+    params: Any
+    opt_state: Any
+    best: Any
+    best_acc: Float[Array, ""]
+    best_epoch: Int[Array, ""]
+    stop: Bool[Array, ""]
+    dev_acc: Float[Array, " epochs"]
+    loss: Float[Array, " epochs"]
+
+
+def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKeyArray,
+         l2: Array, *, optimizer, epochs: int, batch_size: int, patience: int | None
+         ) -> FitResult:
+    n = c.shape[0]
+    n_batches = -(-n // batch_size)
+    pad = n_batches * batch_size - n
+    has_dev = c_dev.shape[0] > 0
+    params, static = eqx.partition(model, model.trainable())
+    dt = c.dtype
+
+    def epoch_body(s: _Loop) -> _Loop:
+        k_perm, k_steps = jax.random.split(jax.random.fold_in(key, s.epoch))
+        # every example once per epoch; the last batch is padded with weight-0 rows
+        perm = jnp.concatenate([jax.random.permutation(k_perm, n).astype(jnp.int32),
+                                jnp.zeros((pad,), jnp.int32)])
+        weight = jnp.concatenate([jnp.ones((n,), dt), jnp.zeros((pad,), dt)])
+        batches = (perm.reshape(n_batches, batch_size), weight.reshape(n_batches, batch_size),
+                   jax.random.split(k_steps, n_batches))
+
+        def step(carry, xs):
+            p, o = carry
+            idx, w, k = xs
+            m, o, loss = train_step(eqx.combine(p, static), o, (c[idx], y[idx], w), k,
+                                    l2=l2, optimizer=optimizer)
+            return (eqx.filter(m, m.trainable()), o), loss * jnp.sum(w)
+
+        (p, o), losses = jax.lax.scan(step, (s.params, s.opt_state), batches)
+        if has_dev:
+            pred = eqx.combine(p, static).predict_index(c_dev)
+            acc = jnp.mean((pred == y_dev).astype(dt))
+        else:
+            acc = jnp.asarray(0.0, dt)
+        # strict improvement: ties keep the earlier (fewer epochs) model
+        better = acc > s.best_acc if has_dev else jnp.asarray(True)
+        best = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, s.best)
+        best_epoch = jnp.where(better, s.epoch, s.best_epoch)
+        stop = s.stop
+        if patience is not None:
+            stop = s.epoch - best_epoch >= patience
+        return _Loop(s.epoch + 1, p, o, best, jnp.where(better, acc, s.best_acc), best_epoch,
+                     stop, s.dev_acc.at[s.epoch].set(acc if has_dev else jnp.nan),
+                     s.loss.at[s.epoch].set(jnp.sum(losses) / n))
+
+    init = _Loop(jnp.asarray(0), params, optimizer.init(params), params,
+                 jnp.asarray(-1.0, dt), jnp.asarray(0), jnp.asarray(False),
+                 jnp.full((epochs,), jnp.nan, dt), jnp.full((epochs,), jnp.nan, dt))
+    s = jax.lax.while_loop(lambda s: (s.epoch < epochs) & ~s.stop, epoch_body, init)
+    return FitResult(eqx.combine(s.best, static), s.best_epoch, s.epoch, s.dev_acc, s.loss)
+
+
+@functools.cache
+def _compiled(optimizer, epochs: int, batch_size: int, patience: int | None, batched: bool):
+    fit = functools.partial(_fit, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
+                            patience=patience)
+    if batched:  # models, keys and λ stacked; the data shared
+        fit = eqx.filter_vmap(fit, in_axes=(0, None, None, None, None, 0, 0))
+    return eqx.filter_jit(fit)
+
+
+def _indices(classes: tuple, labels: Any, what: str) -> np.ndarray:
+    index = {c: i for i, c in enumerate(classes)}
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"{what} must be 1-D, got shape {labels.shape}")
+    unknown = sorted({lab for lab in labels.tolist() if lab not in index}, key=str)
+    if unknown:
+        raise ValueError(f"{what} has labels not in the model's classes: {unknown[:5]}")
+    return np.array([index[lab] for lab in labels.tolist()], np.int32)
+
+
+def _check_data(model_landmarks: int, c, y, c_dev, y_dev, classes, dtype):
+    c = jnp.asarray(c, dtype)
+    if c.ndim != 2 or c.shape[1] != model_landmarks:
+        raise ValueError(f"c must be [n, {model_landmarks}] kernel columns, got {c.shape}")
+    if len(y) != c.shape[0]:
+        raise ValueError(f"c has {c.shape[0]} rows but y has {len(y)} labels")
+    if c_dev is None:
+        c_dev, y_dev = jnp.zeros((0, model_landmarks), dtype), np.zeros((0,), np.int32)
+    else:
+        c_dev = jnp.asarray(c_dev, dtype)
+        if c_dev.ndim != 2 or c_dev.shape[1] != model_landmarks:
+            raise ValueError(f"c_dev must be [n_dev, {model_landmarks}], got {c_dev.shape}")
+        if y_dev is None or len(y_dev) != c_dev.shape[0]:
+            raise ValueError("y_dev must give one label per row of c_dev")
+        y_dev = _indices(classes, y_dev, "y_dev")
+    return c, jnp.asarray(_indices(classes, y, "y")), c_dev, jnp.asarray(y_dev)
+
+
+def _check_options(epochs, batch_size, patience):
+    for name, v in (("epochs", epochs), ("batch_size", batch_size)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if patience is not None and (not isinstance(patience, int) or patience < 1):
+        raise ValueError(f"patience must be a positive int or None, got {patience!r}")
+
+
+def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
+        c_dev: Float[Array, "n_dev landmarks"] | None = None, y_dev: Sequence[Any] | None = None,
+        *, key: PRNGKeyArray, l2: float = 0.0, epochs: int = 500, batch_size: int = 256,
+        patience: int | None = None,
+        optimizer: optax.GradientTransformation | None = None) -> FitResult:
+    """Trains `model` on kernel columns `c` (`K(x, landmarks)`) and labels `y`.
+
+    Every epoch shuffles the training set (from `fold_in(key, epoch)`), runs its batches (the
+    last one partial: padding rows weigh 0) and scores the development set; the model of the
+    best development accuracy is returned (earliest on ties). `patience`: stop after that many
+    epochs without a better development accuracy (None: run all `epochs`). Without a
+    development set the last epoch's model is returned. Deterministic given `key`.
+
+    Args:
+        model: from `KDA.init`.
+        c, y: training kernel columns `[n, landmarks]` and labels (from `model.classes`).
+        c_dev, y_dev: the development set (optional).
+        key: PRNG key (shuffling and dropout).
+        l2: λ of the weight penalty.
+        epochs, batch_size, patience: as above (the paper: 500, 256, no patience).
+        optimizer: an optax transformation (default Adam, learning rate 1e-3).
+    """
+    _check_options(epochs, batch_size, patience)
+    optimizer = adam() if optimizer is None else optimizer
+    data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
+    fitter = _compiled(optimizer, epochs, batch_size, patience, False)
+    return fitter(model, *data, key, jnp.asarray(l2, model.nystrom.dtype))
+
+
+def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
+             c_dev: Float[Array, "n_dev landmarks"] | None = None,
+             y_dev: Sequence[Any] | None = None, *, keys: PRNGKeyArray, l2: Any,
+             epochs: int = 500, batch_size: int = 256, patience: int | None = None,
+             optimizer: optax.GradientTransformation | None = None) -> FitResult:
+    """`fit` for G configurations at once, as one vmapped program.
+
+    `models` is a stacked KDA (leading axis G on every array leaf, from `init_grid`), `keys`
+    `[G]` keys and `l2` `[G]` penalties. Member g equals `fit(model_g, ..., key=keys[g],
+    l2=l2[g])`. With `patience` the program runs until the last member stops; members that
+    stopped keep their state."""
+    _check_options(epochs, batch_size, patience)
+    optimizer = adam() if optimizer is None else optimizer
+    dtype = models.nystrom.dtype
+    l2 = jnp.asarray(l2, dtype)
+    sizes = {x.shape[0] for x in jax.tree_util.tree_leaves(eqx.filter(models, eqx.is_array))}
+    sizes |= {l2.shape[0] if l2.ndim else -1, len(keys)}
+    if len(sizes) != 1 or models.nystrom.ndim != 3:
+        raise ValueError("models (stacked), keys and l2 must share one leading grid axis; got "
+                         f"sizes {sorted(sizes)}")
+    data = _check_data(models.nystrom.shape[1], c, y, c_dev, y_dev, models.classes, dtype)
+    fitter = _compiled(optimizer, epochs, batch_size, patience, True)
+    return fitter(models, *data, keys, l2)
+
+
+def init_grid(key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"], classes: Sequence[Any],
+              *, dropout: Any, hidden: Sequence[int] | None = None,
+              train_nystrom: bool = False) -> KDA:
+    """G stacked models, one per entry of `dropout` (`[G]`), initialised from
+    `split(key, G)` (so member g equals `KDA.init(split(key, G)[g], ..., dropout=dropout[g])`)."""
+    dropout = jnp.atleast_1d(jnp.asarray(dropout))
+    keys = jax.random.split(key, dropout.shape[0])
+    return eqx.filter_vmap(
+        lambda k, p: KDA.init(k, nystrom, classes, hidden=hidden, dropout=p,
+                              train_nystrom=train_nystrom)
+    )(keys, dropout)
+
+
+def grid_member(result: Any, g: int) -> Any:
+    """Member `g` of a stacked model or `FitResult` (the arrays' row g)."""
+    arrays, static = eqx.partition(result, eqx.is_array)
+    return eqx.combine(jax.tree_util.tree_map(lambda a: a[g], arrays), static)

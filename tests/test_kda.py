@@ -1,0 +1,172 @@
+"""KDA: the Nyström layer, training (pure step, early stopping), vmapped grids, save/load."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jkern
+from jkern import kda
+from jkern.trees import parse_penn
+
+
+def _blobs(n=240, m=12, k=3, seed=0):
+    """k Gaussian blobs in m dims: features and labels."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=2.0, size=(k, m))
+    y = rng.integers(0, k, size=n)
+    return centers[y] + rng.normal(size=(n, m)), y
+
+
+TREES = [parse_penn(s) for s in (
+    "(S (NP (D a) (N dog)) (VP (V runs)))", "(S (NP (D the) (N cat)) (VP (V sleeps)))",
+    "(S (NP (N dogs)) (VP (V run) (ADV fast)))", "(SQ (WP what) (VP (V is) (NP (N it))))",
+    "(SQ (WP who) (VP (V runs)))", "(S (NP (D a) (N cat)) (VP (V runs) (ADV fast)))",
+)]
+
+
+def test_nystrom_layer_reproduces_nystrom_embeddings():
+    kernel = jkern.Normalized(jkern.PTK(0.4, 0.4))
+    projector = jkern.fit_nystrom(kernel, TREES, landmarks=4, key=jax.random.PRNGKey(0))
+    c = kernel.gram(TREES, list(projector.landmarks))
+    model = kda.KDA.init(jax.random.PRNGKey(1), projector.projection, ("q", "s"))
+    np.testing.assert_array_equal(np.asarray(model.embed(c)), np.asarray(projector.embed(TREES)))
+
+
+def test_init_shapes_and_checks():
+    h = jnp.eye(5)
+    model = kda.KDA.init(jax.random.PRNGKey(0), h, (0, 1, 2))
+    assert [layer.weight.shape for layer in model.hidden] == [(5, 5), (5, 5)]  # paper: 2 x m
+    assert model.output.weight.shape == (3, 5)
+    model = kda.KDA.init(jax.random.PRNGKey(0), h, (0, 1), hidden=(7,))
+    assert model(jnp.ones((4, 5))).shape == (4, 2)
+    with pytest.raises(ValueError, match="dropout"):
+        kda.KDA.init(jax.random.PRNGKey(0), h, (0, 1), dropout=1.0)
+    with pytest.raises(ValueError, match="distinct"):
+        kda.KDA.init(jax.random.PRNGKey(0), h, (0, 0))
+    with pytest.raises(ValueError, match="kernel columns"):
+        model(jnp.ones((4, 6)))
+
+
+def test_train_step_updates_only_trained_leaves():
+    x, y = _blobs(n=32, m=6)
+    batch = (jnp.asarray(x), jnp.asarray(y), jnp.ones(32))
+    for train_nystrom in (False, True):
+        model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(6) * 0.5, (0, 1, 2), dropout=0.2,
+                             train_nystrom=train_nystrom)
+        opt = kda.adam()
+        new, _, loss = jax.jit(kda.train_step)(model, kda.init_opt_state(model, opt), batch,
+                                                jax.random.PRNGKey(2))
+        assert np.isfinite(float(loss))
+        assert bool(jnp.any(new.output.weight != model.output.weight))
+        assert bool(jnp.any(new.nystrom != model.nystrom)) == train_nystrom
+        assert float(new.dropout) == pytest.approx(0.2)
+
+
+def test_loss_penalty_counts_weights_not_biases_or_nystrom():
+    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(4) * 3.0, (0, 1), hidden=(3,))
+    expected = float(jnp.sum(model.hidden[0].weight ** 2) + jnp.sum(model.output.weight ** 2))
+    assert float(model.penalty()) == pytest.approx(expected)
+    c, y, w = jnp.ones((2, 4)), jnp.array([0, 1]), jnp.ones(2)
+    base = kda.loss_fn(model, c, y, w, None, 0.0)
+    assert float(kda.loss_fn(model, c, y, w, None, 0.5)) == pytest.approx(
+        float(base) + 0.5 * expected)
+    # padding rows (weight 0) do not count
+    padded = kda.loss_fn(model, jnp.ones((3, 4)), jnp.array([0, 1, 1]), jnp.array([1., 1., 0.]),
+                         None, 0.0)
+    assert float(padded) == pytest.approx(float(base))
+
+
+def test_tiny_problem_fits_training_set():
+    x, y = _blobs(n=100, m=8, seed=3)
+    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(8), (0, 1, 2), hidden=(32, 32))
+    result = kda.fit(model, x, y, key=jax.random.PRNGKey(1), epochs=150, batch_size=32)
+    assert int(result.n_epochs) == 150  # no dev set: all epochs, the last model
+    np.testing.assert_array_equal(np.asarray(result.model.predict(x)), y)
+
+
+def test_early_stopping_restores_the_best_epoch():
+    x, y = _blobs(n=300, m=10, seed=1)
+    y = np.where(np.random.default_rng(0).random(300) < 0.25, (y + 1) % 3, y)  # label noise
+    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(10), (0, 1, 2), hidden=(64, 64))
+    result = kda.fit(model, x[:200], y[:200], x[200:], y[200:], key=jax.random.PRNGKey(1),
+                     epochs=200, batch_size=32, patience=15)
+    n, best = int(result.n_epochs), int(result.best_epoch)
+    hist = np.asarray(result.dev_accuracy)
+    assert n == best + 16 and n < 200  # stopped 15 epochs after the best one
+    assert np.all(np.isnan(hist[n:])) and not np.any(np.isnan(hist[:n]))
+    assert hist[best] == hist[:n].max() and best == int(np.argmax(hist[:n]))  # earliest best
+    dev_acc = np.mean(np.asarray(result.model.predict(x[200:])) == y[200:])
+    assert dev_acc == pytest.approx(hist[best])
+    # the restored model is the best epoch's, not the last one's: replaying n epochs without
+    # a dev set ends on a model whose dev accuracy differs from the best one
+    last = kda.fit(model, x[:200], y[:200], key=jax.random.PRNGKey(1), epochs=n, batch_size=32)
+    assert np.mean(np.asarray(last.model.predict(x[200:])) == y[200:]) == pytest.approx(hist[n - 1])
+
+
+def test_fit_is_deterministic_given_the_key():
+    x, y = _blobs(n=80, m=6)
+    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(6), (0, 1, 2), dropout=0.3)
+    a = kda.fit(model, x, y, key=jax.random.PRNGKey(5), epochs=5, batch_size=16)
+    b = kda.fit(model, x, y, key=jax.random.PRNGKey(5), epochs=5, batch_size=16)
+    for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+def test_vmapped_grid_equals_loop():
+    x, y = _blobs(n=150, m=8, seed=2)
+    dropouts = jnp.array([0.0, 0.2, 0.5, 0.2])
+    l2 = jnp.array([0.0, 1e-3, 1e-4, 1e-2])
+    keys = jax.random.split(jax.random.PRNGKey(7), 4)
+    models = kda.init_grid(jax.random.PRNGKey(0), jnp.eye(8), (0, 1, 2), dropout=dropouts,
+                           hidden=(16, 16))
+    grid = kda.fit_grid(models, x[:100], y[:100], x[100:], y[100:], keys=keys, l2=l2,
+                        epochs=40, batch_size=32, patience=8)
+    for g in range(4):
+        single = kda.KDA.init(jax.random.split(jax.random.PRNGKey(0), 4)[g], jnp.eye(8),
+                              (0, 1, 2), dropout=dropouts[g], hidden=(16, 16))
+        loop = kda.fit(single, x[:100], y[:100], x[100:], y[100:], key=keys[g], l2=l2[g],
+                       epochs=40, batch_size=32, patience=8)
+        member = kda.grid_member(grid, g)
+        assert int(member.best_epoch) == int(loop.best_epoch)
+        assert int(member.n_epochs) == int(loop.n_epochs)
+        for u, v in zip(jax.tree_util.tree_leaves(member), jax.tree_util.tree_leaves(loop)):
+            np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-12)
+
+
+def test_grid_checks_sizes():
+    models = kda.init_grid(jax.random.PRNGKey(0), jnp.eye(3), (0, 1), dropout=[0.1, 0.2])
+    with pytest.raises(ValueError, match="leading grid axis"):
+        kda.fit_grid(models, jnp.ones((4, 3)), [0, 1, 0, 1], keys=jax.random.split(
+            jax.random.PRNGKey(0), 3), l2=[0.0, 0.1], epochs=1)
+
+
+def test_fit_checks_labels_and_shapes():
+    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(3), ("a", "b"))
+    with pytest.raises(ValueError, match="not in the model's classes"):
+        kda.fit(model, jnp.ones((2, 3)), ["a", "c"], key=jax.random.PRNGKey(0), epochs=1)
+    with pytest.raises(ValueError, match="kernel columns"):
+        kda.fit(model, jnp.ones((2, 4)), ["a", "b"], key=jax.random.PRNGKey(0), epochs=1)
+    with pytest.raises(ValueError, match="epochs"):
+        kda.fit(model, jnp.ones((2, 3)), ["a", "b"], key=jax.random.PRNGKey(0), epochs=0)
+
+
+def test_save_load_round_trip_with_projector(tmp_path):
+    kernel = jkern.Normalized(jkern.PTK(0.4, 0.4))
+    projector = jkern.fit_nystrom(kernel, TREES, landmarks=4, key=jax.random.PRNGKey(0))
+    c = kernel.gram(TREES, list(projector.landmarks))
+    labels = ["s", "s", "s", "q", "q", "s"]
+    model = kda.KDA.init(jax.random.PRNGKey(1), projector.projection, ("q", "s"), dropout=0.1)
+    model = kda.fit(model, c, labels, key=jax.random.PRNGKey(2), epochs=3, batch_size=4).model
+    path = tmp_path / "kda.npz"
+    kda.save_kda(path, model, projector)
+    model2, projector2 = kda.load_kda(path)
+    c2 = kernel.gram(TREES, list(projector2.landmarks))
+    np.testing.assert_array_equal(np.asarray(model2(c2)), np.asarray(model(c)))
+    assert list(model2.predict(c2)) == list(model.predict(c))
+    assert model2.classes == ("q", "s")
+    with pytest.raises(ValueError, match="not a jkern KDA"):
+        projector.save(tmp_path / "p.npz")
+        kda.load_kda(tmp_path / "p.npz")
