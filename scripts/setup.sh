@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (if absent) and install jkern with its test extra, editable. Idempotent.
+# Create .venv (if absent) and install jkern with its test and word-vector extras, editable.
+# Idempotent.
 # Sourced by scripts/test.sh and scripts/example.sh; can also be run on its own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -14,4 +15,4 @@ if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/python -m pip install --quiet -e ".[test,vectors]"

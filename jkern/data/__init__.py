@@ -7,3 +7,7 @@ from ._pyast import load_stdlib_functions as load_stdlib_functions
 from ._trec import TREC_COARSE as TREC_COARSE
 from ._trec import TrecData as TrecData
 from ._trec import load_trec as load_trec
+from ._vectors import WordVectors as WordVectors
+from ._vectors import glove_6b_50d as glove_6b_50d
+from ._vectors import load_word_vectors as load_word_vectors
+from ._vectors import tree_words as tree_words
