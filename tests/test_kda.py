@@ -170,3 +170,46 @@ def test_save_load_round_trip_with_projector(tmp_path):
     with pytest.raises(ValueError, match="not a jkern KDA"):
         projector.save(tmp_path / "p.npz")
         kda.load_kda(tmp_path / "p.npz")
+
+
+def test_grid_with_shared_batch_order_equals_fits_and_a_hand_written_loop():
+    x, y = _blobs(n=70, m=5, seed=4)
+    dropouts, l2 = jnp.array([0.1, 0.4]), jnp.array([1e-3, 0.0])
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    data_key = jax.random.PRNGKey(11)
+    models = kda.init_grid(jax.random.PRNGKey(0), jnp.eye(5), (0, 1, 2), dropout=dropouts,
+                           hidden=(8,))
+    grid = kda.fit_grid(models, x, y, keys=keys, l2=l2, data_key=data_key, epochs=3,
+                        batch_size=16)
+    for g in range(2):
+        single = kda.grid_member(models, g)
+        fitted = kda.fit(single, x, y, key=keys[g], l2=l2[g], data_key=data_key, epochs=3,
+                         batch_size=16).model
+        # the same training written as a script: train_step over epoch_batches
+        model, opt_state = single, kda.init_opt_state(single, kda.adam())
+        step = jax.jit(kda.train_step)
+        for e in range(3):
+            idx, weight, step_keys = kda.epoch_batches(70, 16, e, data_key, keys[g],
+                                                       jnp.float64)
+            for b in range(idx.shape[0]):
+                model, opt_state, _ = step(model, opt_state, (jnp.asarray(x)[idx[b]],
+                                           jnp.asarray(y)[idx[b]], weight[b]), step_keys[b],
+                                           l2=l2[g])
+        member = kda.grid_member(grid, g).model
+        for u, v, w in zip(jax.tree_util.tree_leaves(member), jax.tree_util.tree_leaves(fitted),
+                           jax.tree_util.tree_leaves(model)):
+            np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(np.asarray(u), np.asarray(w), rtol=1e-9, atol=1e-11)
+
+
+def test_dropout_rate_is_applied():
+    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(4), (0, 1), dropout=0.3)
+    from jkern.kda._model import _dropout
+
+    x = jnp.ones((400, 250))
+    out = _dropout(x, model.dropout, jax.random.PRNGKey(1))
+    kept = np.asarray(out != 0)
+    assert abs(kept.mean() - 0.7) < 0.01  # 100,000 units
+    np.testing.assert_allclose(np.asarray(out)[kept], 1 / 0.7)
+    assert np.array_equal(np.asarray(_dropout(x, jnp.asarray(0.0), jax.random.PRNGKey(1))),
+                          np.asarray(x))

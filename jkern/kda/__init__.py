@@ -5,6 +5,8 @@ from ._io import save_kda as save_kda
 from ._model import KDA as KDA
 from ._train import FitResult as FitResult
 from ._train import adam as adam
+from ._train import default_data_key as default_data_key
+from ._train import epoch_batches as epoch_batches
 from ._train import fit as fit
 from ._train import fit_grid as fit_grid
 from ._train import grid_member as grid_member

@@ -34,12 +34,14 @@ def init_opt_state(model: KDA, optimizer: optax.GradientTransformation) -> optax
 
 
 def loss_fn(model: KDA, c: Float[Array, "b landmarks"], y: Int[Array, " b"],
-            weight: Float[Array, " b"], key: PRNGKeyArray | None, l2: Any
-            ) -> Float[Array, ""]:
+            weight: Float[Array, " b"], key: PRNGKeyArray | None, l2: Any, *,
+            embedded: bool = False) -> Float[Array, ""]:
     """Weighted mean cross-entropy + `l2` Σ‖W‖² (hidden and output weight matrices).
 
-    `y` holds class indices (into `model.classes`); `weight` is 0 for padding rows."""
-    logits = model(c, key=key)
+    `y` holds class indices (into `model.classes`); `weight` is 0 for padding rows.
+    `embedded`: `c` already holds the Nyström embeddings `model.embed(c)` (a frozen layer's
+    output computed once, not at every step)."""
+    logits = model.head(c, key=key) if embedded else model(c, key=key)
     ce = optax.softmax_cross_entropy_with_integer_labels(logits, y)
     total = jnp.sum(weight)
     return jnp.sum(weight * ce) / jnp.where(total > 0, total, 1) + l2 * model.penalty()
@@ -48,20 +50,46 @@ def loss_fn(model: KDA, c: Float[Array, "b landmarks"], y: Int[Array, " b"],
 def train_step(model: KDA, opt_state: optax.OptState,
                batch: tuple[Float[Array, "b landmarks"], Int[Array, " b"], Float[Array, " b"]],
                key: PRNGKeyArray, *, l2: Any = 0.0,
-               optimizer: optax.GradientTransformation | None = None
+               optimizer: optax.GradientTransformation | None = None, embedded: bool = False
                ) -> tuple[KDA, optax.OptState, Float[Array, ""]]:
     """One optimizer step on `batch = (c, y_index, weight)`; returns (model, opt_state, loss).
 
-    Pure: jit it, scan it, vmap it. Only the leaves of `model.trainable()` change."""
+    Pure: jit it, scan it, vmap it. Only the leaves of `model.trainable()` change.
+    `embedded`: as in `loss_fn` (only for a frozen Nyström layer)."""
+    if embedded and model.train_nystrom:
+        raise ValueError("embedded=True skips the Nyström layer, which this model trains")
     optimizer = adam() if optimizer is None else optimizer
     params, static = eqx.partition(model, model.trainable())
 
     def objective(p):
-        return loss_fn(eqx.combine(p, static), *batch, key, l2)
+        return loss_fn(eqx.combine(p, static), *batch, key, l2, embedded=embedded)
 
     loss, grads = jax.value_and_grad(objective)(params)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return eqx.combine(eqx.apply_updates(params, updates), static), opt_state, loss
+
+
+def epoch_batches(n: int, batch_size: int, epoch: Any, data_key: PRNGKeyArray,
+                  key: PRNGKeyArray, dtype: Any = jnp.float32
+                  ) -> tuple[Int[Array, "b s"], Float[Array, "b s"], PRNGKeyArray]:
+    """The batches of one epoch as `fit` runs them: (row indices `[b, batch_size]`, weights
+    (0 for the padding of the last batch), one dropout key per batch).
+
+    The order is a permutation from `fold_in(data_key, epoch)`, the keys split from
+    `fold_in(key, epoch)`: a hand-written loop of `train_step` over these batches reproduces
+    `fit` (see experiments/bench_kda.py)."""
+    n_batches = -(-n // batch_size)
+    pad = n_batches * batch_size - n
+    perm = jax.random.permutation(jax.random.fold_in(data_key, epoch), n).astype(jnp.int32)
+    idx = jnp.concatenate([perm, jnp.zeros((pad,), jnp.int32)])
+    weight = jnp.concatenate([jnp.ones((n,), dtype), jnp.zeros((pad,), dtype)])
+    return (idx.reshape(n_batches, batch_size), weight.reshape(n_batches, batch_size),
+            jax.random.split(jax.random.fold_in(key, epoch), n_batches))
+
+
+def default_data_key(key: PRNGKeyArray) -> PRNGKeyArray:
+    """The batch-order key `fit` uses when none is given."""
+    return jax.random.fold_in(key, 0x5EED)
 
 
 class FitResult(eqx.Module):
@@ -96,34 +124,32 @@ class _Loop(NamedTuple):
 
 
 def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKeyArray,
-         l2: Array, *, optimizer, epochs: int, batch_size: int, patience: int | None
-         ) -> FitResult:
+         l2: Array, data_key: PRNGKeyArray, *, optimizer, epochs: int, batch_size: int,
+         patience: int | None) -> FitResult:
     n = c.shape[0]
-    n_batches = -(-n // batch_size)
-    pad = n_batches * batch_size - n
     has_dev = c_dev.shape[0] > 0
     params, static = eqx.partition(model, model.trainable())
     dt = c.dtype
+    # a frozen Nyström layer maps the data once, not at every step and evaluation
+    embedded = not model.train_nystrom
+    if embedded:
+        c, c_dev = model.embed(c), model.embed(c_dev)
 
     def epoch_body(s: _Loop) -> _Loop:
-        k_perm, k_steps = jax.random.split(jax.random.fold_in(key, s.epoch))
-        # every example once per epoch; the last batch is padded with weight-0 rows
-        perm = jnp.concatenate([jax.random.permutation(k_perm, n).astype(jnp.int32),
-                                jnp.zeros((pad,), jnp.int32)])
-        weight = jnp.concatenate([jnp.ones((n,), dt), jnp.zeros((pad,), dt)])
-        batches = (perm.reshape(n_batches, batch_size), weight.reshape(n_batches, batch_size),
-                   jax.random.split(k_steps, n_batches))
+        batches = epoch_batches(n, batch_size, s.epoch, data_key, key, dt)
 
         def step(carry, xs):
             p, o = carry
             idx, w, k = xs
             m, o, loss = train_step(eqx.combine(p, static), o, (c[idx], y[idx], w), k,
-                                    l2=l2, optimizer=optimizer)
+                                    l2=l2, optimizer=optimizer, embedded=embedded)
             return (eqx.filter(m, m.trainable()), o), loss * jnp.sum(w)
 
         (p, o), losses = jax.lax.scan(step, (s.params, s.opt_state), batches)
         if has_dev:
-            pred = eqx.combine(p, static).predict_index(c_dev)
+            current = eqx.combine(p, static)
+            scores = current.head(c_dev) if embedded else current(c_dev)
+            pred = jnp.argmax(scores, axis=-1)
             acc = jnp.mean((pred == y_dev).astype(dt))
         else:
             acc = jnp.asarray(0.0, dt)
@@ -146,11 +172,13 @@ def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKe
 
 
 @functools.cache
-def _compiled(optimizer, epochs: int, batch_size: int, patience: int | None, batched: bool):
+def _compiled(optimizer, epochs: int, batch_size: int, patience: int | None, batched: bool,
+              shared_order: bool = False):
     fit = functools.partial(_fit, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
                             patience=patience)
-    if batched:  # models, keys and λ stacked; the data shared
-        fit = eqx.filter_vmap(fit, in_axes=(0, None, None, None, None, 0, 0))
+    if batched:  # models, keys and λ stacked; the data (and maybe the batch order) shared
+        order_axis = None if shared_order else 0
+        fit = eqx.filter_vmap(fit, in_axes=(0, None, None, None, None, 0, 0, order_axis))
     return eqx.filter_jit(fit)
 
 
@@ -194,11 +222,11 @@ def _check_options(epochs, batch_size, patience):
 def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
         c_dev: Float[Array, "n_dev landmarks"] | None = None, y_dev: Sequence[Any] | None = None,
         *, key: PRNGKeyArray, l2: float = 0.0, epochs: int = 500, batch_size: int = 256,
-        patience: int | None = None,
-        optimizer: optax.GradientTransformation | None = None) -> FitResult:
+        patience: int | None = None, optimizer: optax.GradientTransformation | None = None,
+        data_key: PRNGKeyArray | None = None) -> FitResult:
     """Trains `model` on kernel columns `c` (`K(x, landmarks)`) and labels `y`.
 
-    Every epoch shuffles the training set (from `fold_in(key, epoch)`), runs its batches (the
+    Every epoch shuffles the training set (from `fold_in(data_key, epoch)`), runs its batches (the
     last one partial: padding rows weigh 0) and scores the development set; the model of the
     best development accuracy is returned (earliest on ties). `patience`: stop after that many
     epochs without a better development accuracy (None: run all `epochs`). Without a
@@ -212,25 +240,31 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
         l2: λ of the weight penalty.
         epochs, batch_size, patience: as above (the paper: 500, 256, no patience).
         optimizer: an optax transformation (default Adam, learning rate 1e-3).
+        data_key: PRNG key of the batch order (default: derived from `key`); the dropout
+            masks come from `fold_in(key, epoch)`.
     """
     _check_options(epochs, batch_size, patience)
     optimizer = adam() if optimizer is None else optimizer
     data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
     fitter = _compiled(optimizer, epochs, batch_size, patience, False)
-    return fitter(model, *data, key, jnp.asarray(l2, model.nystrom.dtype))
+    order = default_data_key(key) if data_key is None else data_key
+    return fitter(model, *data, key, jnp.asarray(l2, model.nystrom.dtype), order)
 
 
 def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
              c_dev: Float[Array, "n_dev landmarks"] | None = None,
              y_dev: Sequence[Any] | None = None, *, keys: PRNGKeyArray, l2: Any,
              epochs: int = 500, batch_size: int = 256, patience: int | None = None,
-             optimizer: optax.GradientTransformation | None = None) -> FitResult:
+             optimizer: optax.GradientTransformation | None = None,
+             data_key: PRNGKeyArray | None = None) -> FitResult:
     """`fit` for G configurations at once, as one vmapped program.
 
     `models` is a stacked KDA (leading axis G on every array leaf, from `init_grid`), `keys`
     `[G]` keys and `l2` `[G]` penalties. Member g equals `fit(model_g, ..., key=keys[g],
-    l2=l2[g])`. With `patience` the program runs until the last member stops; members that
-    stopped keep their state."""
+    l2=l2[g], data_key=data_key)`. With one `data_key` every member sees the same batches
+    (one gather per step for the whole grid, and configurations compared on equal terms);
+    without it each member shuffles from its own key. With `patience` the program runs until
+    the last member stops; members that stopped keep their state."""
     _check_options(epochs, batch_size, patience)
     optimizer = adam() if optimizer is None else optimizer
     dtype = models.nystrom.dtype
@@ -241,8 +275,10 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
         raise ValueError("models (stacked), keys and l2 must share one leading grid axis; got "
                          f"sizes {sorted(sizes)}")
     data = _check_data(models.nystrom.shape[1], c, y, c_dev, y_dev, models.classes, dtype)
-    fitter = _compiled(optimizer, epochs, batch_size, patience, True)
-    return fitter(models, *data, keys, l2)
+    shared = data_key is not None
+    fitter = _compiled(optimizer, epochs, batch_size, patience, True, shared)
+    data_keys = data_key if shared else jax.vmap(default_data_key)(keys)
+    return fitter(models, *data, keys, l2, data_keys)
 
 
 def init_grid(key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"], classes: Sequence[Any],
