@@ -1,0 +1,220 @@
+"""KDA on question classification (Table 1 / Fig. 3 of Croce, Moschitti & Basili, ACL 2017).
+
+TREC/UIUC coarse classes (6), 5,401 training parses, 500 test parses. Kernels:
+- ptk:  normalized PTK (λ = μ = 0.4) on the constituency parses;
+- sptk: normalized SPTK (λ = μ = 0.4) on the same parses with every word marked by its
+  preterminal (`jkern.trees.pos_leaves`, lowercased), words compared by the cosine of their
+  GloVe 6B 50-d vectors (`jkern.data.glove_6b_50d`, extra `vectors`) when the preterminals are
+  equal and the cosine is at least --threshold.
+Rows:
+- KSVM: one-vs-rest C-SVMs on the full Gram (C picked on a stratified 20% held-out part).
+- DCD: Nyström + linear SVMs by dual coordinate descent (as experiments/qc.py).
+- KDA: Nyström layer + two hidden layers of width m + softmax (`jkern.kda`), Adam 1e-3,
+  batches of 256, up to --epochs epochs, early stopping on the held-out part (the paper's
+  development set) with --patience; dropout {0, 0.2, 0.4, 0.6} x λ {0, 1e-4} trained as one
+  vmapped grid per landmark set, the configuration of the best held-out accuracy kept.
+For 100…1,000 landmarks, 5 uniform landmark samplings each (the same samplings as qc.py):
+accuracy mean ± std and saving = 1 − landmarks / KSVM support vectors.
+
+    python experiments/qc_kda.py --data-dir ../shared/data --cache-dir /tmp/qc_cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+from qc import held_out_split, run_dcd, run_ksvm  # noqa: E402
+
+import jkern  # noqa: E402
+from jkern import kda  # noqa: E402
+from jkern.data import glove_6b_50d, load_trec, tree_words  # noqa: E402
+from jkern.metrics import accuracy  # noqa: E402
+from jkern.trees import pos_leaves  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DROPOUTS = (0.0, 0.2, 0.4, 0.6)
+L2S = (0.0, 1e-4)
+
+
+def kernel_and_trees(name: str, train, test, threshold: float):
+    """The kernel and the (possibly relabelled) train/test trees it runs on."""
+    if name == "ptk":
+        return jkern.Normalized(jkern.PTK(0.4, 0.4)), train, test
+    if name == "sptk":
+        train = [pos_leaves(t, lowercase=True) for t in train]
+        test = [pos_leaves(t, lowercase=True) for t in test]
+        vocab, vectors = glove_6b_50d().for_words(tree_words(train + test))
+        kernel = jkern.SPTK(vocab, vectors, 0.4, 0.4, threshold=threshold)
+        return jkern.Normalized(kernel), train, test
+    raise ValueError(f"unknown kernel {name!r}")
+
+
+def grams(name, kernel, train, test, cache: Path | None, tag: str):
+    if cache is not None:
+        paths = cache / f"qc_{tag}_train.npy", cache / f"qc_{tag}_test.npy"
+        if all(p.is_file() for p in paths):
+            return np.load(paths[0]), np.load(paths[1]), None
+    t0 = time.perf_counter()
+    g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
+    g_test = np.asarray(jkern.gram(kernel, test, train, dtype="float64", block_size=256))
+    seconds = time.perf_counter() - t0
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(paths[0], g_train)
+        np.save(paths[1], g_test)
+    print(f"{name.upper()} Gram matrices: {seconds:.1f} s", flush=True)
+    return g_train, g_test, seconds
+
+
+def run_kda(c_train, c_test, h, y_train, y_test, fit, held, key, args):
+    """The dropout x λ grid as one vmapped fit; the best held-out configuration's test
+    accuracy, that configuration, and the epochs run."""
+    classes = tuple(sorted(set(y_train.tolist())))
+    dropout = jnp.asarray([d for d in DROPOUTS for _ in L2S], jnp.float32)
+    l2 = jnp.asarray([v for _ in DROPOUTS for v in L2S], jnp.float32)
+    k_init, k_fit, k_data = jax.random.split(key, 3)
+    models = kda.init_grid(k_init, h, classes, dropout=dropout)
+    grid = kda.fit_grid(models, c_train[fit], y_train[fit], c_train[held], y_train[held],
+                        keys=jax.random.split(k_fit, len(dropout)), l2=l2, data_key=k_data,
+                        epochs=args.epochs, patience=args.patience)
+    best_dev = np.nanmax(np.asarray(grid.dev_accuracy), axis=1)
+    g = int(np.argmax(best_dev))
+    model = kda.grid_member(grid, g).model
+    acc = accuracy(y_test, np.asarray(model.predict(c_test)))
+    config = {"dropout": float(dropout[g]), "l2": float(l2[g]),
+              "best_epoch": int(grid.best_epoch[g]), "held_out_accuracy": float(best_dev[g])}
+    return acc, config, int(np.max(np.asarray(grid.n_epochs)))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap.add_argument("--kernels", default="ptk,sptk")
+    ap.add_argument("--landmarks", default="100,200,400,600,800,1000")
+    ap.add_argument("--samplings", type=int, default=5)
+    ap.add_argument("--threshold", type=float, default=0.3, help="SPTK cosine threshold")
+    ap.add_argument("--epochs", type=int, default=500)
+    ap.add_argument("--patience", type=int, default=20)
+    ap.add_argument("--models", default="DCD,KDA", help="Nyström rows to run")
+    ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
+    args = ap.parse_args(argv)
+
+    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
+    y_train, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
+    fit, held = held_out_split(y_train, 0.2, seed=0)
+    cache = Path(args.cache_dir) if args.cache_dir else None
+    models = args.models.split(",")
+    rows = []
+    for name in args.kernels.split(","):
+        kernel, tr_trees, te_trees = kernel_and_trees(name, train.trees, test.trees,
+                                                      args.threshold)
+        tag = name if name == "ptk" else f"{name}_t{args.threshold:g}"
+        g_train, g_test, gram_seconds = grams(name, kernel, tr_trees, te_trees, cache, tag)
+        t0 = time.perf_counter()
+        ksvm, best_c, scores = run_ksvm(g_train, g_test, y_train, y_test, fit, held)
+        acc = accuracy(y_test, ksvm.predict(g_test))
+        n_sv = ksvm.n_support
+        rows.append({"model": "KSVM", "kernel": name, "landmarks": None, "accuracy": acc,
+                     "accuracy_std": 0.0, "saving": 0.0, "support_vectors": n_sv, "C": best_c,
+                     "held_out_accuracy": scores[best_c], "gram_seconds": gram_seconds,
+                     "train_seconds": round(time.perf_counter() - t0, 2)})
+        print(f"{name.upper()} KSVM: accuracy {acc:.4f} (C={best_c}), {n_sv} support vectors",
+              flush=True)
+        for m in [int(s) for s in args.landmarks.split(",")]:
+            runs = {model: [] for model in models}
+            details = {model: [] for model in models}
+            seconds = {model: 0.0 for model in models}
+            for s in range(args.samplings):
+                key = jax.random.PRNGKey(1000 * m + s)  # the samplings of qc.py
+                idx = jkern.select_landmarks(key, len(y_train), m)
+                proj = jkern.projector_from_gram(kernel, [tr_trees[i] for i in idx],
+                                                 g_train[np.ix_(idx, idx)])
+                # H padded with zero columns to m: one shape (one compiled program) per m
+                h = np.asarray(proj.projection)
+                h = np.pad(h, ((0, 0), (0, m - h.shape[1])))
+                c_train = g_train[:, np.asarray(idx)].astype(np.float32)
+                c_test = g_test[:, np.asarray(idx)].astype(np.float32)
+                if "DCD" in runs:
+                    t0 = time.perf_counter()
+                    x_train, x_test = (c @ h.astype(np.float32) for c in (c_train, c_test))
+                    acc, c_best = run_dcd(x_train, x_test, y_train, y_test, fit, held,
+                                          jax.random.fold_in(key, 1))
+                    runs["DCD"].append(acc)
+                    details["DCD"].append({"C": c_best})
+                    seconds["DCD"] += time.perf_counter() - t0
+                if "KDA" in runs:
+                    t0 = time.perf_counter()
+                    acc, config, n_epochs = run_kda(c_train, c_test, h.astype(np.float32),
+                                                    y_train, y_test, fit, held,
+                                                    jax.random.fold_in(key, 2), args)
+                    runs["KDA"].append(acc)
+                    details["KDA"].append({**config, "epochs_run": n_epochs})
+                    seconds["KDA"] += time.perf_counter() - t0
+            for model in models:
+                row = {"model": model, "kernel": name, "landmarks": m,
+                       "accuracy": statistics.mean(runs[model]),
+                       "accuracy_std": statistics.pstdev(runs[model]),
+                       "saving": jkern.saving(m, n_sv), "accuracy_runs": runs[model],
+                       "runs": details[model], "seconds": round(seconds[model], 2)}
+                rows.append(row)
+                print(f"{name.upper()} {model} {m:5d} landmarks: accuracy "
+                      f"{row['accuracy']:.4f} ± {row['accuracy_std']:.4f}, saving "
+                      f"{row['saving']:.1%} ({row['seconds']:.0f} s)", flush=True)
+
+    print("\nmodel  kernel  landmarks  accuracy        saving")
+    for r in rows:
+        lm = "-" if r["landmarks"] is None else r["landmarks"]
+        print(f"{r['model']:5s}  {r['kernel']:6s}  {lm!s:>9}  {100 * r['accuracy']:5.1f} ± "
+              f"{100 * r['accuracy_std']:3.1f}    {100 * r['saving']:5.1f}%")
+    out_dir = write_result(args.out_dir, "qc_kda", rows, argv,
+                           settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
+                                     "patience": args.patience, "batch_size": 256,
+                                     "sptk_threshold": args.threshold}).parent
+    plot(rows, out_dir / "qc_kda.png")
+    return 0
+
+
+def plot(rows, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed (pip install -e '.[plot]'): no PNG written")
+        return
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    styles = {"DCD": "--", "KDA": "-"}
+    for kernel, color in (("ptk", "tab:red"), ("sptk", "tab:green")):
+        for model, style in styles.items():
+            part = [r for r in rows if r["model"] == model and r["kernel"] == kernel]
+            if part:
+                ax.errorbar([r["landmarks"] for r in part], [100 * r["accuracy"] for r in part],
+                            yerr=[100 * r["accuracy_std"] for r in part], marker="o",
+                            linestyle=style, color=color, label=f"{model} {kernel.upper()}")
+        for r in rows:
+            if r["model"] == "KSVM" and r["kernel"] == kernel:
+                ax.axhline(100 * r["accuracy"], color=color, linestyle=":",
+                           label=f"KSVM {kernel.upper()}")
+    ax.set_xlabel("landmarks")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("TREC question classification: KDA vs Nyström + DCD")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
