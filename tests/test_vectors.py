@@ -169,3 +169,22 @@ def test_missing_optional_packages_name_the_extra(tmp_path, monkeypatch, table):
     np.save(tmp_path / "m.npy", table)
     with pytest.raises(ImportError, match=r"needs pyarrow: pip install 'jkern\[vectors\]'"):
         load_word_vectors(tmp_path / "m.npy", vocab_path=tmp_path / "vocab.parquet")
+
+
+def test_pos_leaves_limits_smoothing_to_equal_preterminals():
+    from jkern.trees import pos_leaves
+
+    a = pos_leaves(parse_penn("(S (NP (NN dog)) (VP (VBZ runs)))"))
+    b = pos_leaves(parse_penn("(S (NP (NN cat)) (VP (VBZ runs)))"))
+    c = pos_leaves(parse_penn("(S (NP (VB cat)) (VP (VBZ runs)))"))
+    assert a.labels[3] == "dog::NN" and c.labels[3] == "cat::VB"
+    wv = WordVectors(("dog", "cat", "runs"), np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+    vocab, vectors = wv.for_words(tree_words([a, b, c]))
+    sptk = jkern.SPTK(vocab, vectors, 0.4, 0.4)
+    ptk = jkern.PTK(0.4, 0.4)
+    # dog/cat have cosine 1: under NN/NN they smooth, under NN/VB they do not
+    assert float(sptk.gram([a], [b])[0, 0]) > float(ptk.gram([a], [b])[0, 0])
+    np.testing.assert_allclose(np.asarray(sptk.gram([a], [c])), np.asarray(ptk.gram([a], [c])),
+                               rtol=1e-12)
+    # a tree against itself: labels equal, so SPTK = PTK
+    np.testing.assert_allclose(np.asarray(sptk.gram([a])), np.asarray(ptk.gram([a])), rtol=1e-12)

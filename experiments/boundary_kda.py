@@ -1,0 +1,143 @@
+"""KDA on argument-boundary detection (the SRL task of Croce, Moschitti & Basili, ACL 2017).
+
+`../shared/data/srl/boundary_5000.dat`: 5,000 PropBank parse subtrees, 246 of them argument
+boundaries (1:19). A stratified 80/20 train/test split (seed 0); a stratified 20% of the
+training part is the development set (C selection, early stopping). Kernel: normalized PTK
+(λ = μ = 0.4) on the trees. Rows (F1, precision, recall of the boundary class):
+- KSVM: binary C-SVM on the Gram matrix, C from {1, 3, 10, 30} on the development set;
+- DCD: Nyström + linear SVM by dual coordinate descent, C from {1, 10, 100};
+- KDA: Nyström layer + two hidden layers of width m (`jkern.kda`), the dropout x λ grid of
+  experiments/qc_kda.py as one vmapped program, early stopping on development accuracy (the
+  fit's criterion); of the grid's members the one of the best development F1 is kept;
+for 100…1,000 landmarks, --samplings uniform landmark samplings each (mean ± std).
+
+    python experiments/boundary_kda.py --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+from qc import held_out_split  # noqa: E402
+from qc_kda import DROPOUTS, L2S  # noqa: E402
+
+import jkern  # noqa: E402
+from jkern import kda  # noqa: E402
+from jkern.metrics import binary_prf  # noqa: E402
+from jkern.svm import dcd, ksvm  # noqa: E402
+from jkern.trees import read_examples  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+KSVM_C = (1.0, 3.0, 10.0, 30.0)
+DCD_C = (1.0, 10.0, 100.0)
+
+
+def prf(y_true, y_pred) -> dict:
+    p, r, f = binary_prf(np.asarray(y_true), np.asarray(y_pred), positive=1)
+    return {"f1": float(f), "precision": float(p), "recall": float(r)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap.add_argument("--landmarks", default="100,200,400,600,800,1000")
+    ap.add_argument("--samplings", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=500)
+    ap.add_argument("--patience", type=int, default=20)
+    args = ap.parse_args(argv)
+
+    examples = read_examples(Path(args.data_dir) / "srl" / "boundary_5000.dat")
+    trees = [e.trees[0] for e in examples]
+    y_all = np.array([1 if e.label > 0 else -1 for e in examples])
+    train_idx, test_idx = held_out_split(y_all, 0.2, seed=0)
+    y, y_test = y_all[train_idx], y_all[test_idx]
+    fit, dev = held_out_split(y, 0.2, seed=0)
+    kernel = jkern.Normalized(jkern.PTK(0.4, 0.4))
+    t0 = time.perf_counter()
+    train = [trees[i] for i in train_idx]
+    g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
+    g_test = np.asarray(jkern.gram(kernel, [trees[i] for i in test_idx], train,
+                                   dtype="float64", block_size=256))
+    print(f"PTK Gram matrices: {time.perf_counter() - t0:.1f} s", flush=True)
+    rows = []
+
+    scores = {}
+    for c in KSVM_C:
+        model = ksvm(g_train[np.ix_(fit, fit)], y[fit], C=c)
+        scores[c] = prf(y[dev], model.predict(g_train[np.ix_(dev, fit)]))["f1"]
+    best_c = max(KSVM_C, key=lambda c: (scores[c], -c))
+    model = ksvm(g_train, y, C=best_c)
+    n_sv = int(model.n_support)
+    row = {"model": "KSVM", "kernel": "ptk", "landmarks": None, **prf(y_test, model.predict(
+        g_test)), "f1_std": 0.0, "saving": 0.0, "support_vectors": n_sv, "C": best_c}
+    rows.append(row)
+    print(f"KSVM: F1 {row['f1']:.4f} (P {row['precision']:.3f}, R {row['recall']:.3f}), "
+          f"C={best_c}, {n_sv} support vectors", flush=True)
+
+    for m in [int(s) for s in args.landmarks.split(",")]:
+        runs = {"DCD": [], "KDA": []}
+        for s in range(args.samplings):
+            key = jax.random.PRNGKey(1000 * m + s)
+            idx = jkern.select_landmarks(key, len(y), m)
+            proj = jkern.projector_from_gram(kernel, [train[i] for i in idx],
+                                             g_train[np.ix_(idx, idx)])
+            # H padded with zero columns to m: one compiled program per landmark count
+            h = np.asarray(proj.projection)
+            h = np.pad(h, ((0, 0), (0, m - h.shape[1]))).astype(np.float32)
+            c_train = g_train[:, np.asarray(idx)].astype(np.float32)
+            c_test = g_test[:, np.asarray(idx)].astype(np.float32)
+            x_train, x_test = c_train @ h, c_test @ h
+            # DCD: the C grid as one vmapped program, C by development F1
+            x_fit, k_dcd = x_train[fit], jax.random.fold_in(key, 1)
+            models = jax.vmap(lambda c, x=x_fit, k=k_dcd: dcd(x, y[fit], C=c, key=k))(
+                jnp.asarray(DCD_C))
+            dev_f1 = [prf(y[dev], jax.tree_util.tree_map(lambda a, i=i: a[i], models)
+                          .predict(x_train[dev]))["f1"] for i in range(len(DCD_C))]
+            c_best = DCD_C[int(np.argmax(dev_f1))]
+            linear = dcd(x_train, y, C=c_best, key=k_dcd)
+            runs["DCD"].append({**prf(y_test, linear.predict(x_test)), "C": c_best})
+            # KDA: the grid, configuration by development F1 of each member's kept model
+            dropout = jnp.asarray([d for d in DROPOUTS for _ in L2S], jnp.float32)
+            l2 = jnp.asarray([v for _ in DROPOUTS for v in L2S], jnp.float32)
+            k_init, k_fit, k_data = jax.random.split(jax.random.fold_in(key, 2), 3)
+            grid = kda.fit_grid(kda.init_grid(k_init, h, (-1, 1), dropout=dropout),
+                                c_train[fit], y[fit], c_train[dev], y[dev],
+                                keys=jax.random.split(k_fit, len(dropout)), l2=l2,
+                                data_key=k_data, epochs=args.epochs, patience=args.patience)
+            dev_f1 = [prf(y[dev], kda.grid_member(grid, g).model.predict(c_train[dev]))["f1"]
+                      for g in range(len(dropout))]
+            g = int(np.argmax(dev_f1))
+            net = kda.grid_member(grid, g).model
+            runs["KDA"].append({**prf(y_test, net.predict(c_test)), "dropout": float(dropout[g]),
+                                "l2": float(l2[g]), "best_epoch": int(grid.best_epoch[g])})
+        for name, part in runs.items():
+            f1s = [r["f1"] for r in part]
+            row = {"model": name, "kernel": "ptk", "landmarks": m,
+                   "f1": statistics.mean(f1s), "f1_std": statistics.pstdev(f1s),
+                   "precision": statistics.mean(r["precision"] for r in part),
+                   "recall": statistics.mean(r["recall"] for r in part),
+                   "saving": jkern.saving(m, n_sv), "runs": part}
+            rows.append(row)
+            print(f"{name} {m:5d} landmarks: F1 {row['f1']:.4f} ± {row['f1_std']:.4f} "
+                  f"(P {row['precision']:.3f}, R {row['recall']:.3f}), saving "
+                  f"{row['saving']:.1%}", flush=True)
+    write_result(args.out_dir, "boundary_kda", rows, argv,
+                 settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
+                           "patience": args.patience, "split": "stratified 80/20, seed 0"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
