@@ -219,29 +219,89 @@ def run_nystrom_embed(args) -> int:
 def configure_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("trees", metavar="TREES", help="labelled training trees (SVM-Light-TK "
                    "lines, or a TSV with a tree column and a label column)")
-    p.add_argument("--algo", choices=("dcd", "ksvm"), default="dcd",
+    p.add_argument("--algo", choices=("dcd", "ksvm", "kda"), default="dcd",
                    help="dcd: Nyström embedding + one-vs-rest linear SVMs by dual coordinate "
                         "descent (needs --projector or --landmarks); ksvm: one-vs-rest C-SVMs "
-                        "on the full Gram matrix (SMO)")
-    p.add_argument("--projector", metavar="FILE.npz", help="dcd: a projector from "
+                        "on the full Gram matrix (SMO); kda: Nyström layer + MLP (the "
+                        "kernel-based deep architecture; needs --projector or --landmarks)")
+    p.add_argument("--projector", metavar="FILE.npz", help="dcd/kda: a projector from "
                    "`jkern nystrom fit` (else one is fitted with the kernel flags)")
     p.add_argument("--landmarks", "-l", type=_positive_int, metavar="M")
     p.add_argument("--seed", type=int, default=0)
     add_kernel_arguments(p, required=False)
     p.add_argument("--C", type=_positive_float, default=1.0, dest="C", help="SVM C (default 1)")
     p.add_argument("--label-column", metavar="NAME", help="TSV input: the label column")
+    kda = p.add_argument_group("kda options")
+    kda.add_argument("--hidden", default=None, metavar="W,W",
+                     help="hidden-layer widths (default: two layers as wide as the landmarks)")
+    kda.add_argument("--dropout", type=float, default=0.2, help="dropout rate (default 0.2)")
+    kda.add_argument("--l2", type=float, default=1e-4, help="weight penalty λ (default 1e-4)")
+    kda.add_argument("--epochs", type=_positive_int, default=500, help="default 500")
+    kda.add_argument("--patience", type=_positive_int, default=20,
+                     help="early stopping: epochs without a better dev accuracy (default 20)")
+    kda.add_argument("--dev-fraction", type=float, default=0.1,
+                     help="stratified part of the training trees held out for early stopping "
+                          "(default 0.1)")
     p.add_argument("--out", "-o", required=True, metavar="MODEL.npz")
     _common(p)
+
+
+def _stratified_dev(labels, fraction: float, seed: int):
+    """A stratified boolean dev mask over `labels` (at least one training tree per class)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    dev = np.zeros(len(labels), bool)
+    for c in np.unique(labels):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        dev[idx[: min(int(round(fraction * len(idx))), len(idx) - 1)]] = True
+    return dev
+
+
+def _train_kda(args, proj, trees, labels):
+    """A KDA on the projector's kernel columns; returns its arrays and a summary."""
+    import jax
+    import numpy as np
+
+    import jkern
+    from jkern import kda
+
+    if not 0 <= args.dropout < 1:
+        raise CLIError(f"--dropout {args.dropout}: use a rate in [0, 1)")
+    if not 0 < args.dev_fraction < 1:
+        raise CLIError(f"--dev-fraction {args.dev_fraction}: use a fraction in (0, 1)")
+    hidden = None
+    if args.hidden is not None:
+        try:
+            hidden = [int(w) for w in args.hidden.split(",")]
+        except ValueError:
+            raise CLIError(f"--hidden {args.hidden}: use comma-separated widths") from None
+    if not isinstance(proj, jkern.Nystrom):
+        raise CLIError("--algo kda needs a single projector (not an ensemble)")
+    c = np.asarray(jkern.gram(proj.kernel, trees, list(proj.landmarks), **_gram_options(args)))
+    dev = _stratified_dev(labels, args.dev_fraction, args.seed)
+    key = jax.random.PRNGKey(args.seed)
+    model = kda.KDA.init(jax.random.fold_in(key, 1), np.asarray(proj.projection, c.dtype),
+                         sorted(np.unique(labels).tolist()), hidden=hidden,
+                         dropout=args.dropout)
+    result = kda.fit(model, c[~dev], labels[~dev], c[dev], labels[dev],
+                     key=jax.random.fold_in(key, 2), l2=args.l2, epochs=args.epochs,
+                     patience=args.patience)
+    best = int(result.best_epoch)
+    note = (f"best dev accuracy {float(result.dev_accuracy[best]):.4f} at epoch {best + 1} "
+            f"of {int(result.n_epochs)}")
+    return kda.kda_arrays(result.model, "kda/"), note
 
 
 def run_train(args) -> int:
     t0 = time.perf_counter()
     out = _out_npz(args.out)
-    if args.algo == "dcd" and args.projector is None and args.landmarks is None:
-        raise CLIError("--algo dcd needs --projector FILE or --landmarks M")
+    nystrom = args.algo in ("dcd", "kda")
+    if nystrom and args.projector is None and args.landmarks is None:
+        raise CLIError(f"--algo {args.algo} needs --projector FILE or --landmarks M")
     if args.projector is None:
         if args.kernel is None:
-            raise CLIError("give --kernel (or --projector FILE for --algo dcd)")
+            raise CLIError("give --kernel (or --projector FILE for --algo dcd/kda)")
         check_kernel_arguments(args)
     setup_jax(args.dtype)
     import jax
@@ -258,10 +318,9 @@ def run_train(args) -> int:
     if len(np.unique(labels)) < 2:
         raise CLIError(f"{args.trees}: needs at least two classes")
     arrays: dict[str, Any] = {}
+    note = ""
     try:
-        if args.algo == "dcd":
-            from jkern.svm import dcd_ovr
-
+        if nystrom:
             if args.projector is not None:
                 proj = _projector(args.projector)
             else:
@@ -269,11 +328,17 @@ def run_train(args) -> int:
                                          landmarks=min(args.landmarks, len(trees)),
                                          key=jax.random.PRNGKey(args.seed),
                                          **_gram_options(args))
+            arrays.update(projector_arrays(proj, "projector/"))
+            costs = proj.n_landmarks
+        if args.algo == "kda":
+            kda_arrays, note = _train_kda(args, proj, trees, labels)
+            arrays.update(kda_arrays)
+        elif args.algo == "dcd":
+            from jkern.svm import dcd_ovr
+
             x = proj.embed(trees, **_gram_options(args))
             model = dcd_ovr(x, labels, C=args.C, key=jax.random.PRNGKey(args.seed))
-            arrays.update(projector_arrays(proj, "projector/"))
             arrays["w"], arrays["b"] = np.asarray(model.w), np.asarray(model.b)
-            costs = proj.n_landmarks
         else:
             kernel = kernel_from_arguments(args)
             g = jkern.gram(kernel, trees, **_gram_options(args))
@@ -292,10 +357,10 @@ def run_train(args) -> int:
     arrays["header"] = np.array(json.dumps({"format": _MODEL_FORMAT, "algo": args.algo}))
     arrays["classes"] = classes.astype(str)
     _save_npz(out, arrays)
-    what = "landmarks" if args.algo == "dcd" else "support vectors"
+    what = "landmarks" if nystrom else "support vectors"
     _say(args, f"train {args.algo}: {len(trees)} trees, {len(classes)} classes, {costs} "
-               f"{what} (kernel evaluations per prediction) -> {args.out} in "
-               f"{time.perf_counter() - t0:.2f} s")
+               f"{what} (kernel evaluations per prediction){', ' + note if note else ''} -> "
+               f"{args.out} in {time.perf_counter() - t0:.2f} s")
     return EXIT_OK
 
 
@@ -333,6 +398,13 @@ def run_predict(args) -> int:
             proj = projector_from_arrays(data, "projector/", source=args.model)
             x = proj.embed(trees, **_gram_options(args))
             scores = np.asarray(x @ jnp.asarray(data["w"]).T + jnp.asarray(data["b"]))
+        elif algo == "kda":
+            from jkern.kda import kda_from_arrays
+
+            proj = projector_from_arrays(data, "projector/", source=args.model)
+            net = kda_from_arrays(data, "kda/", source=args.model)
+            c = jkern.gram(proj.kernel, trees, list(proj.landmarks), **_gram_options(args))
+            scores = np.asarray(net(jnp.asarray(c, net.nystrom.dtype)))
         else:
             kernel = kernel_from_spec(json.loads(str(data["kernel_spec"])), data)
             support = [parse_penn(str(s)) for s in data["support_trees"]]

@@ -56,10 +56,35 @@ def test_train_and_predict_ksvm(dat, tmp_path, capsys):
     assert f"accuracy {acc:.4f}" in err
 
 
+def test_train_and_predict_kda(dat, tmp_path, capsys):
+    proj_path, model = tmp_path / "p.npz", tmp_path / "m.npz"
+    assert main(["nystrom", "fit", dat, "--kernel", "ptk", "--normalize", "-l", "10",
+                 "--out", str(proj_path), "-q"]) == 0
+    assert main(["train", dat, "--algo", "kda", "--projector", str(proj_path), "--hidden",
+                 "16", "--epochs", "30", "--patience", "5", "--dev-fraction", "0.2",
+                 "--out", str(model)]) == 0
+    assert "best dev accuracy" in capsys.readouterr().err
+    out = tmp_path / "p.tsv"
+    assert main(["predict", str(model), dat, "--out", str(out), "-q"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
+    # the saved network and projector give the same scores through the library
+    data = np.load(model)
+    net = jkern.kda.kda_from_arrays(data, "kda/")
+    proj = jkern.load_projector(proj_path)
+    trees = jkern.read_trees(dat)
+    c = jkern.gram(proj.kernel, trees, list(proj.landmarks), dtype="float64")
+    scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
+    np.testing.assert_allclose(scores, np.asarray(net(c)), rtol=1e-12, atol=1e-12)
+    assert net.classes == ("-1", "1") and [w.weight.shape[0] for w in net.hidden] == [16]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["train", "{dat}", "--algo", "dcd", "--kernel", "sst", "--out", "{tmp}/m.npz"],
      "needs --projector FILE or --landmarks M"),
     (["train", "{dat}", "--algo", "ksvm", "--out", "{tmp}/m.npz"], "give --kernel"),
+    (["train", "{dat}", "--algo", "kda", "--kernel", "ptk", "-l", "5", "--dropout", "1",
+      "--out", "{tmp}/m.npz"], "--dropout 1.0: use a rate in [0, 1)"),
     (["train", "{dat}", "--algo", "ksvm", "--kernel", "sst", "--out", "{tmp}/m.txt"],
      "use a .npz file name"),
     (["predict", "{dat}", "{dat}", "--out", "{tmp}/p.tsv"], "not a .npz file"),

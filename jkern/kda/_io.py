@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -15,12 +16,11 @@ from ._model import KDA
 _FORMAT = "jkern-kda-1"
 
 
-def save_kda(path: str | os.PathLike[str], model: KDA,
-             projector: Nystrom | NystromEnsemble | None = None) -> None:
-    """Writes `model` (and the projector whose landmarks give its input columns) to `path`.
+def kda_arrays(model: KDA, prefix: str = "kda.") -> dict[str, np.ndarray]:
+    """The named arrays (with a JSON header) describing `model`, for `.npz` files.
 
     The labels must be JSON values (ints, floats, strings)."""
-    classes = list(model.classes)
+    classes = [c.item() if isinstance(c, np.generic) else c for c in model.classes]
     try:
         json.dumps(classes)
     except TypeError as e:
@@ -30,10 +30,36 @@ def save_kda(path: str | os.PathLike[str], model: KDA,
     leaves = jax.tree_util.tree_leaves(model)
     header = {"format": _FORMAT, "classes": classes,
               "hidden": [int(layer.weight.shape[0]) for layer in model.hidden],
-              "train_nystrom": model.train_nystrom, "n_leaves": len(leaves),
-              "projector": projector is not None}
-    arrays = {f"kda.leaf{i}": np.asarray(a) for i, a in enumerate(leaves)}
-    arrays["kda.header"] = np.array(json.dumps(header))
+              "train_nystrom": model.train_nystrom, "n_leaves": len(leaves)}
+    arrays = {f"{prefix}leaf{i}": np.asarray(a) for i, a in enumerate(leaves)}
+    arrays[f"{prefix}header"] = np.array(json.dumps(header))
+    return arrays
+
+
+def kda_from_arrays(data: Any, prefix: str = "kda.", source: str = "<arrays>") -> KDA:
+    """The model `kda_arrays` described (`data`: a mapping such as an open `.npz`)."""
+    if f"{prefix}header" not in data:
+        raise ValueError(f"{source}: not a jkern KDA file")
+    header = json.loads(str(data[f"{prefix}header"]))
+    if header.get("format") != _FORMAT:
+        raise ValueError(f"{source}: not a jkern KDA file (format {header.get('format')!r})")
+    leaves = [jnp.asarray(data[f"{prefix}leaf{i}"]) for i in range(header["n_leaves"])]
+    # the tree structure comes from a skeleton of the same configuration
+    skeleton = KDA.init(jax.random.PRNGKey(0), leaves[0], header["classes"],
+                        hidden=header["hidden"], train_nystrom=header["train_nystrom"],
+                        dtype=leaves[0].dtype)
+    template = jax.tree_util.tree_leaves(skeleton)
+    if len(template) != len(leaves) or any(
+            a.shape != b.shape for a, b in zip(template, leaves)):
+        raise ValueError(f"{source}: the saved arrays do not fit a KDA of the saved "
+                         "configuration")
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(skeleton), leaves)
+
+
+def save_kda(path: str | os.PathLike[str], model: KDA,
+             projector: Nystrom | NystromEnsemble | None = None) -> None:
+    """Writes `model` (and the projector whose landmarks give its input columns) to `path`."""
+    arrays = kda_arrays(model)
     if projector is not None:
         arrays.update(projector_arrays(projector, prefix="nystrom."))
     with open(path, "wb") as f:
@@ -44,21 +70,7 @@ def load_kda(path: str | os.PathLike[str]) -> tuple[KDA, Nystrom | NystromEnsemb
     """Reads what `save_kda` wrote: (model, projector or None). Predictions of the reloaded
     model are bit-identical."""
     with np.load(path, allow_pickle=False) as data:
-        if "kda.header" not in data:
-            raise ValueError(f"{path}: not a jkern KDA file")
-        header = json.loads(str(data["kda.header"]))
-        if header.get("format") != _FORMAT:
-            raise ValueError(f"{path}: not a jkern KDA file (format {header.get('format')!r})")
-        leaves = [jnp.asarray(data[f"kda.leaf{i}"]) for i in range(header["n_leaves"])]
+        model = kda_from_arrays(data, source=str(path))
         projector = (projector_from_arrays(data, prefix="nystrom.", source=str(path))
-                     if header["projector"] else None)
-    # the tree structure comes from a skeleton of the same configuration
-    skeleton = KDA.init(jax.random.PRNGKey(0), leaves[0], header["classes"],
-                        hidden=header["hidden"], train_nystrom=header["train_nystrom"],
-                        dtype=leaves[0].dtype)
-    template = jax.tree_util.tree_leaves(skeleton)
-    if len(template) != len(leaves) or any(
-            a.shape != b.shape for a, b in zip(template, leaves)):
-        raise ValueError(f"{path}: the saved arrays do not fit a KDA of the saved configuration")
-    model = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(skeleton), leaves)
+                     if "nystrom.header" in data else None)
     return model, projector
