@@ -16,4 +16,5 @@ from ._svmlight import parse_svmlight_line as parse_svmlight_line
 from ._svmlight import read_examples as read_examples
 from ._tree import Tree as Tree
 from ._forest import Forest as Forest
+from ._lexical import OPEN_CLASS_TAGS as OPEN_CLASS_TAGS
 from ._lexical import pos_leaves as pos_leaves
