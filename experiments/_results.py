@@ -42,3 +42,47 @@ def write_result(out_dir: str | Path, name: str, rows: list[dict], argv: list[st
     path = out / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
+
+
+def print_accuracy_table(rows: list[dict]) -> None:
+    """The model / kernel / landmarks / accuracy ± std / saving table of the QC experiments."""
+    print("\nmodel  kernel  landmarks  accuracy        saving")
+    for r in rows:
+        lm = "-" if r["landmarks"] is None else r["landmarks"]
+        print(f"{r['model']:5s}  {r['kernel']:6s}  {lm!s:>9}  {100 * r['accuracy']:5.1f} ± "
+              f"{100 * r['accuracy_std']:3.1f}    {100 * r['saving']:5.1f}%")
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or None (with a note) when it is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed (pip install -e '.[plot]'): no PNG written")
+        return None
+    return plt
+
+
+def cached_grams(kernel, train, test, cache: Path | None, tag: str):
+    """(train Gram, test-vs-train block, seconds) in float64; read from / written to
+    `cache/qc_<tag>_{train,test}.npy` when a cache folder is given (seconds None when read)."""
+    import time
+
+    import jkern
+
+    if cache is not None:
+        paths = cache / f"qc_{tag}_train.npy", cache / f"qc_{tag}_test.npy"
+        if all(p.is_file() for p in paths):
+            return np.load(paths[0]), np.load(paths[1]), None
+    t0 = time.perf_counter()
+    g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
+    g_test = np.asarray(jkern.gram(kernel, test, train, dtype="float64", block_size=256))
+    seconds = time.perf_counter() - t0
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(paths[0], g_train)
+        np.save(paths[1], g_test)
+    return g_train, g_test, seconds

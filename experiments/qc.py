@@ -29,7 +29,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+from _results import cached_grams, print_accuracy_table, pyplot, write_result  # noqa: E402
 
 import jkern  # noqa: E402
 from jkern.data import load_trec  # noqa: E402
@@ -54,24 +54,6 @@ def held_out_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.n
         held.append(idx[:k])
         fit.append(idx[k:])
     return np.sort(np.concatenate(fit)), np.sort(np.concatenate(held))
-
-
-def grams(name, train, test, cache: Path | None):
-    """Normalized train Gram and test-vs-train block (cached as .npy when asked)."""
-    if cache is not None:
-        paths = cache / f"qc_{name}_train.npy", cache / f"qc_{name}_test.npy"
-        if all(p.is_file() for p in paths):
-            return np.load(paths[0]), np.load(paths[1]), None
-    kernel = KERNELS[name]()
-    t0 = time.perf_counter()
-    g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
-    g_test = np.asarray(jkern.gram(kernel, test, train, dtype="float64", block_size=256))
-    seconds = time.perf_counter() - t0
-    if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
-        np.save(paths[0], g_train)
-        np.save(paths[1], g_test)
-    return g_train, g_test, seconds
 
 
 def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
@@ -117,7 +99,8 @@ def main(argv=None) -> int:
     cache = Path(args.cache_dir) if args.cache_dir else None
     rows = []
     for name in args.kernels.split(","):
-        g_train, g_test, gram_seconds = grams(name, train.trees, test.trees, cache)
+        g_train, g_test, gram_seconds = cached_grams(KERNELS[name](), train.trees, test.trees,
+                                                    cache, name)
         t0 = time.perf_counter()
         model, best_c, scores = run_ksvm(g_train, g_test, y_train, y_test, fit, held)
         acc = accuracy(y_test, model.predict(g_test))
@@ -168,24 +151,15 @@ def main(argv=None) -> int:
                   f"{row['accuracy_std']:.4f}, saving {row['saving']:.1%}, ‖G−G̃‖/‖G‖ "
                   f"{row['gram_rel_error']:.3f}", flush=True)
 
-    print("\nmodel  kernel  landmarks  accuracy        saving")
-    for r in rows:
-        lm = "-" if r["landmarks"] is None else r["landmarks"]
-        print(f"{r['model']:5s}  {r['kernel']:6s}  {lm!s:>9}  {100 * r['accuracy']:5.1f} ± "
-              f"{100 * r['accuracy_std']:3.1f}    {100 * r['saving']:5.1f}%")
+    print_accuracy_table(rows)
     out_dir = write_result(args.out_dir, "qc", rows, argv).parent
     plot(rows, out_dir / "qc.png")
     return 0
 
 
 def plot(rows, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install -e '.[plot]'): no PNG written")
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6, 4))
     for kernel, color in (("sst", "tab:blue"), ("ptk", "tab:red")):

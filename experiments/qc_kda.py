@@ -35,7 +35,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+from _results import cached_grams, print_accuracy_table, pyplot, write_result  # noqa: E402
 from qc import held_out_split, run_dcd, run_ksvm  # noqa: E402
 
 import jkern  # noqa: E402
@@ -60,23 +60,6 @@ def kernel_and_trees(name: str, train, test, threshold: float):
         kernel = jkern.SPTK(vocab, vectors, 0.4, 0.4, threshold=threshold)
         return jkern.Normalized(kernel), train, test
     raise ValueError(f"unknown kernel {name!r}")
-
-
-def grams(name, kernel, train, test, cache: Path | None, tag: str):
-    if cache is not None:
-        paths = cache / f"qc_{tag}_train.npy", cache / f"qc_{tag}_test.npy"
-        if all(p.is_file() for p in paths):
-            return np.load(paths[0]), np.load(paths[1]), None
-    t0 = time.perf_counter()
-    g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
-    g_test = np.asarray(jkern.gram(kernel, test, train, dtype="float64", block_size=256))
-    seconds = time.perf_counter() - t0
-    if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
-        np.save(paths[0], g_train)
-        np.save(paths[1], g_test)
-    print(f"{name.upper()} Gram matrices: {seconds:.1f} s", flush=True)
-    return g_train, g_test, seconds
 
 
 def grid_configs(choice: int | None = None):
@@ -136,7 +119,9 @@ def main(argv=None) -> int:
         kernel, tr_trees, te_trees = kernel_and_trees(name, train.trees, test.trees,
                                                       args.threshold)
         tag = name if name == "ptk" else f"{name}_t{args.threshold:g}"
-        g_train, g_test, gram_seconds = grams(name, kernel, tr_trees, te_trees, cache, tag)
+        g_train, g_test, gram_seconds = cached_grams(kernel, tr_trees, te_trees, cache, tag)
+        if gram_seconds is not None:
+            print(f"{name.upper()} Gram matrices: {gram_seconds:.1f} s", flush=True)
         t0 = time.perf_counter()
         ksvm, best_c, scores = run_ksvm(g_train, g_test, y_train, y_test, fit, held)
         acc = accuracy(y_test, ksvm.predict(g_test))
@@ -192,11 +177,7 @@ def main(argv=None) -> int:
                       f"{row['accuracy']:.4f} ± {row['accuracy_std']:.4f}, saving "
                       f"{row['saving']:.1%} ({row['seconds']:.0f} s)", flush=True)
 
-    print("\nmodel  kernel  landmarks  accuracy        saving")
-    for r in rows:
-        lm = "-" if r["landmarks"] is None else r["landmarks"]
-        print(f"{r['model']:5s}  {r['kernel']:6s}  {lm!s:>9}  {100 * r['accuracy']:5.1f} ± "
-              f"{100 * r['accuracy_std']:3.1f}    {100 * r['saving']:5.1f}%")
+    print_accuracy_table(rows)
     out_dir = write_result(args.out_dir, "qc_kda", rows, argv,
                            settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
                                      "patience": args.patience, "batch_size": 256,
@@ -207,13 +188,8 @@ def main(argv=None) -> int:
 
 
 def plot(rows, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install -e '.[plot]'): no PNG written")
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     styles = {"DCD": "--", "KDA": "-"}
