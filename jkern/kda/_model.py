@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
+from .._labels import labels_at
+
 
 def _dropout(x: Array, rate: Array, key: PRNGKeyArray | None) -> Array:
     """Inverted dropout; identity when `key` is None (inference).
@@ -130,12 +132,7 @@ class KDA(eqx.Module):
 
     def predict(self, c: Float[Array, "n landmarks"]) -> Any:
         """Predicted labels (a jax array for numeric labels, else numpy)."""
-        i = self.predict_index(c)
-        if all(isinstance(x, (int, float)) for x in self.classes):
-            return jnp.asarray(self.classes)[i]
-        import numpy as np
-
-        return np.asarray(self.classes, dtype=object)[np.asarray(i)]
+        return labels_at(self.classes, self.predict_index(c))
 
     def penalty(self) -> Float[Array, ""]:
         """Σ‖W‖² over the hidden and output weight matrices (not biases, not H_Ny)."""

@@ -41,6 +41,8 @@ import numpy as np
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Bool, Float, Int
 
+from .._labels import labels_at
+
 Loss = Literal["squared_hinge", "hinge"]
 _LOSSES = ("squared_hinge", "hinge")
 _PG_EPS = 1e-12  # LIBLINEAR: a coordinate moves only when |PG| > 1e-12
@@ -90,10 +92,7 @@ class LinearSVM(eqx.Module):
         if self.classes is None:
             f = self.decision_function(X)
             return jnp.where(f > 0, 1, -1).astype(jnp.int32)
-        i = self.predict_index(X)
-        if all(isinstance(c, numbers.Number) for c in self.classes):
-            return jnp.asarray(self.classes)[i]
-        return np.asarray(self.classes, dtype=object)[np.asarray(i)]
+        return labels_at(self.classes, self.predict_index(X))
 
 
 # ----------------------------------------------------------------------------------------------
