@@ -86,3 +86,16 @@ def cached_grams(kernel, train, test, cache: Path | None, tag: str):
         np.save(paths[0], g_train)
         np.save(paths[1], g_test)
     return g_train, g_test, seconds
+
+
+def padded_projection(kernel, trees, g_train, m: int, key):
+    """The landmark sampling of `key` (uniform, `m` of `trees`) and its Nyström H built from the
+    cached training Gram, padded with zero columns to m: the rank kept varies between
+    samplings, one shape keeps one compiled program per landmark count. Returns (landmark
+    indices, H `[m, m]` float64)."""
+    import jkern
+
+    idx = np.asarray(jkern.select_landmarks(key, len(trees), m))
+    proj = jkern.projector_from_gram(kernel, [trees[i] for i in idx], g_train[np.ix_(idx, idx)])
+    h = np.asarray(proj.projection)
+    return idx, np.pad(h, ((0, 0), (0, m - h.shape[1])))

@@ -28,7 +28,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+from _results import padded_projection, write_result  # noqa: E402
 from qc import held_out_split  # noqa: E402
 from qc_kda import DROPOUTS, L2S  # noqa: E402
 
@@ -90,14 +90,10 @@ def main(argv=None) -> int:
         runs = {"DCD": [], "KDA": []}
         for s in range(args.samplings):
             key = jax.random.PRNGKey(1000 * m + s)
-            idx = jkern.select_landmarks(key, len(y), m)
-            proj = jkern.projector_from_gram(kernel, [train[i] for i in idx],
-                                             g_train[np.ix_(idx, idx)])
-            # H padded with zero columns to m: one compiled program per landmark count
-            h = np.asarray(proj.projection)
-            h = np.pad(h, ((0, 0), (0, m - h.shape[1]))).astype(np.float32)
-            c_train = g_train[:, np.asarray(idx)].astype(np.float32)
-            c_test = g_test[:, np.asarray(idx)].astype(np.float32)
+            idx, h = padded_projection(kernel, train, g_train, m, key)
+            h = h.astype(np.float32)
+            c_train = g_train[:, idx].astype(np.float32)
+            c_test = g_test[:, idx].astype(np.float32)
             x_train, x_test = c_train @ h, c_test @ h
             # DCD: the C grid as one vmapped program, C by development F1
             x_fit, k_dcd = x_train[fit], jax.random.fold_in(key, 1)

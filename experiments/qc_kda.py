@@ -35,7 +35,13 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _results import cached_grams, print_accuracy_table, pyplot, write_result  # noqa: E402
+from _results import (  # noqa: E402
+    cached_grams,
+    padded_projection,
+    print_accuracy_table,
+    pyplot,
+    write_result,
+)
 from qc import held_out_split, run_dcd, run_ksvm  # noqa: E402
 
 import jkern  # noqa: E402
@@ -138,14 +144,9 @@ def main(argv=None) -> int:
             seconds = {model: 0.0 for model in models}
             for s in range(args.samplings):
                 key = jax.random.PRNGKey(1000 * m + s)  # the samplings of qc.py
-                idx = jkern.select_landmarks(key, len(y_train), m)
-                proj = jkern.projector_from_gram(kernel, [tr_trees[i] for i in idx],
-                                                 g_train[np.ix_(idx, idx)])
-                # H padded with zero columns to m: one shape (one compiled program) per m
-                h = np.asarray(proj.projection)
-                h = np.pad(h, ((0, 0), (0, m - h.shape[1])))
-                c_train = g_train[:, np.asarray(idx)].astype(np.float32)
-                c_test = g_test[:, np.asarray(idx)].astype(np.float32)
+                idx, h = padded_projection(kernel, tr_trees, g_train, m, key)
+                c_train = g_train[:, idx].astype(np.float32)
+                c_test = g_test[:, idx].astype(np.float32)
                 if "DCD" in runs:
                     t0 = time.perf_counter()
                     x_train, x_test = (c @ h.astype(np.float32) for c in (c_train, c_test))
