@@ -247,6 +247,9 @@ def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> N
                    help="sptk (required): word vectors in word2vec text format")
     p.add_argument("--threshold", type=_finite_float, default=None, metavar="T",
                    help="sptk: word similarities below T count as 0 (default 0.0)")
+    p.add_argument("--gamma", type=_positive_float, default=None, metavar="G",
+                   help="sptk: Gaussian word similarity exp(G (cos - 1)) instead of the "
+                        "thresholded cosine (positive definite; excludes --threshold)")
     p.add_argument("--normalize", action="store_true",
                    help="K(a,b)/sqrt(K(a,a) K(b,b))")
 
@@ -256,10 +259,13 @@ def check_kernel_arguments(args: argparse.Namespace) -> None:
     if args.kernel == "sptk":
         if args.vectors is None:
             raise CLIError("--kernel sptk needs --vectors FILE (word2vec text format)")
+        if args.gamma is not None and args.threshold is not None:
+            raise CLIError("--threshold applies to the cosine similarity; --gamma replaces it")
         if args.threshold is None:
             args.threshold = 0.0
     else:
-        for flag, value in (("--vectors", args.vectors), ("--threshold", args.threshold)):
+        for flag, value in (("--vectors", args.vectors), ("--threshold", args.threshold),
+                            ("--gamma", args.gamma)):
             if value is not None:
                 raise CLIError(f"{flag} only applies to --kernel sptk")
 
@@ -322,7 +328,8 @@ def _kernel_name(args: argparse.Namespace) -> str:
         parts.append(f"mu={args.mu:g}")
         parts.append(f"max_subseq={args.max_subseq}")
     if args.kernel == "sptk":
-        parts.append(f"threshold={args.threshold:g}")
+        parts.append(f"threshold={args.threshold:g}" if args.gamma is None
+                     else f"gamma={args.gamma:g}")
     name = f"{args.kernel}({', '.join(parts)})"
     return f"normalized {name}" if args.normalize else name
 
@@ -340,7 +347,7 @@ def _build_kernel(args: argparse.Namespace, vocab: Any, vectors: Any) -> Any:
         kernel = jkern.PTK(args.lam, args.mu, max_subseq=args.max_subseq)
     else:
         kernel = jkern.SPTK(vocab, vectors, args.lam, args.mu, threshold=args.threshold,
-                            max_subseq=args.max_subseq)
+                            gamma=args.gamma, max_subseq=args.max_subseq)
     return jkern.Normalized(kernel) if args.normalize else kernel
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import jkern
 from jkern.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -137,6 +138,26 @@ def test_sptk_with_orthogonal_vectors_equals_ptk(tmp_path, capsys):
     np.testing.assert_allclose(sptk, ptk, rtol=1e-12, atol=0)
 
 
+def test_sptk_gamma_flag_gives_the_gaussian_similarity(tmp_path, capsys):
+    trees = tmp_path / "t.txt"
+    trees.write_text(TREES)
+    vectors = tmp_path / "v.txt"  # "dog" and "cat" at cosine 0.6, the rest orthogonal
+    vectors.write_text("3 2\ndog 1 0\ncat 0.6 0.8\nthe 0 1\n")
+    out = tmp_path / "s.npy"
+    code, _ = _run(capsys, "gram", "--kernel", "sptk", "--vectors", vectors, "--gamma", "2",
+                   "-q", trees, "--out", out)
+    assert code == 0
+    vocab, vecs = ["dog", "cat", "the"], np.array([[1, 0], [0.6, 0.8], [0, 1.0]])
+    parsed = [jkern.trees.parse_penn(line) for line in TREES.splitlines()]
+    want = jkern.gram(jkern.SPTK(vocab, vecs, 0.4, 0.4, gamma=2.0), parsed, dtype="float64")
+    ptk = jkern.gram(jkern.PTK(0.4, 0.4), parsed, dtype="float64")
+    assert float(want[0, 1]) > float(ptk[0, 1]) * (1 + 1e-6)  # dog ~ cat counts
+    np.testing.assert_allclose(np.load(out), np.asarray(want), rtol=1e-12)
+    code, err = _run(capsys, "gram", "--kernel", "sptk", "--vectors", vectors, "--gamma", "2",
+                     "--threshold", "0.1", trees, "--out", out)
+    assert code == 2 and "--gamma" in "\n".join(err)
+
+
 def test_sptk_without_vectors_is_a_usage_error(tmp_path, capsys):
     trees = tmp_path / "t.txt"
     trees.write_text(TREES)
@@ -189,9 +210,11 @@ def test_malformed_trees2_names_that_file(tmp_path, capsys):
         (["--out", "{d}/g.npy", "--lam", "-1"], "--lam"),
         (["--out", "{d}/g.npy", "--max-subseq", "0"], "--max-subseq"),
         (["--out", "{d}/g.npy", "--threshold", "0.5"], "--threshold"),
+        (["--out", "{d}/g.npy", "--gamma", "2"], "--gamma"),
         ([], "--out"),
     ],
-    ids=["csv", "nosuffix", "nodir", "lam", "maxsubseq", "threshold-not-sptk", "no-out"],
+    ids=["csv", "nosuffix", "nodir", "lam", "maxsubseq", "threshold-not-sptk", "gamma-not-sptk",
+         "no-out"],
 )
 def test_usage_errors(tmp_path, capsys, argv, needle):
     trees = tmp_path / "t.txt"

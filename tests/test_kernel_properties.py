@@ -209,6 +209,7 @@ MODULES = {
     "SSTBow": jkern.SSTBow(0.6),
     "PTK": jkern.PTK(0.3, 0.7, max_subseq=4),
     "SPTK": jkern.SPTK(["dog", "cat"], np.eye(2), 0.3, 0.7, threshold=0.2, max_subseq=3),
+    "SPTK-gamma": jkern.SPTK(["dog", "cat"], np.eye(2), 0.3, 0.7, gamma=4.0),
     "Linear": jkern.Linear(),
     "Polynomial": jkern.Polynomial(3, 0.5, 2.0, vector_index=1),
     "RBF": jkern.RBF(0.7),

@@ -316,7 +316,7 @@ def _lexical(label: str, leaves: set[str]) -> tuple[str, str] | None:
     return (label, "") if label in leaves else None
 
 
-def _sigma(vectors: np.ndarray, threshold: float, leaves: set[str]):
+def _sigma(vectors: np.ndarray, threshold: float, leaves: set[str], gamma: float | None = None):
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     row = {w: i for i, w in enumerate(SPTK_VOCAB)}
 
@@ -327,6 +327,8 @@ def _sigma(vectors: np.ndarray, threshold: float, leaves: set[str]):
         if la is None or lb is None or la[1] != lb[1] or la[0] not in row or lb[0] not in row:
             return 0.0
         cos = float(unit[row[la[0]]] @ unit[row[lb[0]]])
+        if gamma is not None:
+            return float(np.exp(-gamma / 2 * np.sum((unit[row[la[0]]] - unit[row[lb[0]]]) ** 2)))
         return min(cos, 1.0) if cos >= threshold else 0.0
 
     return sigma
@@ -354,6 +356,45 @@ def test_sptk_matches_oracle_with_word_similarities(sptk_trees):
     assert_rel(g, want, 1e-9, "SPTK")
     ptk = np.array([[R.ptk(trees[a], trees[b], LAM, MU) for b in range(n)] for a in range(n)])
     assert np.all(want >= ptk) and np.sum(want > ptk * (1 + 1e-9)) >= 6  # smoothing matters
+
+
+@pytest.mark.parametrize("gamma", [0.5, 3.0])
+def test_sptk_gaussian_similarity_matches_oracle(sptk_trees, gamma):
+    # The oracle writes sigma as exp(-gamma |u - v|^2 / 2) on unit vectors, the engine as
+    # exp(gamma (cos - 1)): equal for unit vectors, computed independently.
+    trees, leaves = sptk_trees
+    vectors = _sptk_vectors()
+    k = jkern.SPTK(SPTK_VOCAB, vectors, LAM, MU, gamma=gamma)
+    g = np.asarray(jkern.gram(k, trees, dtype="float64"))
+    sigma = _sigma(vectors, 0.0, leaves, gamma=gamma)
+    n = len(trees)
+    want = np.array([[R.sptk(trees[a], trees[b], LAM, MU, sigma) for b in range(n)]
+                     for a in range(n)])
+    assert_rel(g, want, 1e-9, f"SPTK gamma={gamma}")
+
+
+def test_sptk_gaussian_similarity_is_positive_semidefinite(sptk_trees):
+    # Gaussian word similarity (PSD) makes SPTK PSD, whatever the vectors.
+    trees, _ = sptk_trees
+    for seed in range(3):
+        vectors = np.random.default_rng(seed).normal(size=(len(SPTK_VOCAB), 4))
+        gauss = jkern.Normalized(jkern.SPTK(SPTK_VOCAB, vectors, LAM, MU, gamma=0.3))
+        g = np.asarray(jkern.gram(gauss, trees, dtype="float64"))
+        assert np.linalg.eigvalsh(g).min() > -1e-12
+
+
+def test_sptk_gaussian_similarity_tends_to_ptk(sptk_trees):
+    trees, _ = sptk_trees
+    ptk = np.asarray(jkern.gram(jkern.PTK(LAM, MU), trees, dtype="float64"))
+    sharp = jkern.SPTK(SPTK_VOCAB, _sptk_vectors(), LAM, MU, gamma=1e6)
+    assert_rel(jkern.gram(sharp, trees, dtype="float64"), ptk, 1e-12, "gamma -> infinity")
+
+
+@pytest.mark.parametrize("kwargs,match", [({"gamma": 0.0}, "gamma must be > 0"),
+                                          ({"gamma": 2.0, "threshold": 0.3}, "threshold")])
+def test_sptk_gaussian_similarity_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        jkern.SPTK(["dog"], np.ones((1, 2)), LAM, MU, **kwargs)
 
 
 def test_sptk_equals_ptk_when_a_word_is_also_a_label():

@@ -91,6 +91,7 @@ class Params(NamedTuple):
     mu: Any
     vectors: Any = None  # unit-norm word vectors [V, d] (SPTK)
     threshold: Any = None  # similarities below it count as 0 (SPTK)
+    gamma: Any = None  # SPTK's Gaussian similarity exp(gamma (cos - 1)); None: thresholded cosine
 
 
 class _DeviceForest(NamedTuple):
@@ -188,8 +189,12 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
         have = (iq >= 0) & (iv >= 0)
         vecs = params.vectors
         cos = jnp.sum(vecs[jnp.maximum(iq, 0)] * vecs[jnp.maximum(iv, 0)], axis=-1).astype(dtype)
-        thr = jnp.asarray(params.threshold, dtype)
-        sim = jnp.where(have & (cos >= thr), jnp.clip(cos, 0, 1), 0)
+        if params.gamma is None:
+            thr = jnp.asarray(params.threshold, dtype)
+            sim = jnp.where(have & (cos >= thr), jnp.clip(cos, 0, 1), 0)
+        else:  # None or not is pytree structure, so each variant compiles on its own
+            gamma = jnp.asarray(params.gamma, dtype)
+            sim = jnp.where(have, jnp.exp(gamma * (jnp.minimum(cos, 1) - 1)), 0)
         sigma = jnp.where(dev.label[q] == dev.label[v], 1, sim)
     else:
         sigma = jnp.ones(q.shape, dtype)
