@@ -1,4 +1,5 @@
-"""Support vector machines: linear dual coordinate descent and the kernel SVM on a Gram matrix."""
+"""Support vector machines: linear dual coordinate descent, the kernel SVM on a Gram matrix, and
+the cutting-plane SVM for tree kernels (uSVM, SDAG, SDAG+, uSVM+j)."""
 
 from ._dcd import LinearSVM as LinearSVM
 from ._dcd import dcd as dcd
@@ -8,3 +9,11 @@ from ._dcd import primal_objective as primal_objective
 from ._ksvm import KernelSVM as KernelSVM
 from ._ksvm import ksvm as ksvm
 from ._ksvm import ksvm_ovr as ksvm_ovr
+from ._cpa import CPAIteration as CPAIteration
+from ._cpa import CPAResult as CPAResult
+from ._cpa import CutPlaneSVM as CutPlaneSVM
+from ._cpa import cpa as cpa
+from ._cpa import draw_sample as draw_sample
+from ._cpa import importance_weights as importance_weights
+from ._qp import QPResult as QPResult
+from ._qp import solve_one_slack_dual as solve_one_slack_dual

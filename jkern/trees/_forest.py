@@ -80,10 +80,20 @@ class Forest:
         return int(self.count.sum())
 
     @classmethod
-    def build(cls, trees: Sequence[Tree]) -> Forest:
-        """Hash-cons `trees` into unique subtrees (iterative; no size limits)."""
+    def build(cls, trees: Sequence[Tree], expand: Sequence[bool] | None = None) -> Forest:
+        """Hash-cons `trees` into unique subtrees (iterative; no size limits).
+
+        Args:
+            trees: the collection.
+            expand: optional flag per tree: an expanded tree shares no node with any other
+                tree or with itself (every one of its nodes is a forest node of its own, as
+                in a plain tree-by-tree kernel). Used to count and time kernel computations
+                done without the DAG (the cutting-plane baselines).
+        """
+        if expand is not None and len(expand) != len(trees):
+            raise ValueError(f"expand has {len(expand)} flags for {len(trees)} trees")
         vocab_ids: dict[str, int] = {}
-        node_ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        node_ids: dict[tuple, int] = {}
         label: list[int] = []
         arity: list[int] = []
         child_flat: list[int] = []
@@ -96,13 +106,14 @@ class Forest:
             labels, kids_of = tree.labels, tree.children
             ids = [0] * len(labels)
             occurrences: dict[int, int] = {}
+            own = expand is not None and bool(expand[ti])
             # Preorder numbering puts children after parents: reversed order is children-first.
             for i in range(len(labels) - 1, -1, -1):
                 lab = vocab_ids.get(labels[i])
                 if lab is None:
                     lab = vocab_ids[labels[i]] = len(vocab_ids)
                 kids = tuple([ids[c] for c in kids_of[i]])
-                key = (lab, kids)
+                key = (lab, kids, ti, i) if own else (lab, kids)
                 u = node_ids.get(key)
                 if u is None:
                     u = node_ids[key] = len(label)
