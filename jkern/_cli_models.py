@@ -219,11 +219,13 @@ def run_nystrom_embed(args) -> int:
 def configure_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("trees", metavar="TREES", help="labelled training trees (SVM-Light-TK "
                    "lines, or a TSV with a tree column and a label column)")
-    p.add_argument("--algo", choices=("dcd", "ksvm", "kda"), default="dcd",
+    p.add_argument("--algo", choices=("dcd", "ksvm", "kda", "cpa"), default="dcd",
                    help="dcd: Nyström embedding + one-vs-rest linear SVMs by dual coordinate "
                         "descent (needs --projector or --landmarks); ksvm: one-vs-rest C-SVMs "
                         "on the full Gram matrix (SMO); kda: Nyström layer + MLP (the "
-                        "kernel-based deep architecture; needs --projector or --landmarks)")
+                        "kernel-based deep architecture; needs --projector or --landmarks); "
+                        "cpa: cutting-plane SVMs with sampled cuts on the tree forest "
+                        "(uSVM / SDAG+, uSVM+j with --j; a tree kernel)")
     p.add_argument("--projector", metavar="FILE.npz", help="dcd/kda: a projector from "
                    "`jkern nystrom fit` (else one is fitted with the kernel flags)")
     p.add_argument("--landmarks", "-l", type=_positive_int, metavar="M")
@@ -242,8 +244,67 @@ def configure_train(p: argparse.ArgumentParser) -> None:
     kda.add_argument("--dev-fraction", type=float, default=0.1,
                      help="stratified part of the training trees held out for early stopping "
                           "(default 0.1)")
+    cpa = p.add_argument_group("cpa options")
+    cpa.add_argument("--sample", "-r", type=_positive_int, default=1000,
+                     help="examples drawn per iteration (default 1000; >= the number of trees: "
+                          "all of them, the exact cutting-plane algorithm)")
+    cpa.add_argument("--epsilon", type=_positive_float, default=1e-3,
+                     help="stop when no cutting plane is violated by more than this "
+                          "(default 0.001)")
+    cpa.add_argument("--j", type=_positive_float, default=None,
+                     help="uSVM+j: draw the sample by cost-proportionate rejection sampling, "
+                          "positive examples J times as likely to be kept as negative ones")
+    cpa.add_argument("--max-iter", type=_positive_int, default=500,
+                     help="most cutting-plane iterations (default 500)")
+    cpa.add_argument("--cpa-mode", choices=("forest", "sdag+", "sdag", "usvm"),
+                     default="forest", help="how margins are computed (same model, different "
+                     "work; default forest: everything on one DAG)")
     p.add_argument("--out", "-o", required=True, metavar="MODEL.npz")
     _common(p)
+
+
+def _positive_class(classes) -> int:
+    """Binary labels: the class that is +1 (numeric labels: the larger one; else the last)."""
+    try:
+        values = [float(c) for c in classes]
+    except ValueError:
+        return len(classes) - 1
+    return int(max(range(len(classes)), key=lambda i: values[i]))
+
+
+def _train_cpa(args, kernel, trees, labels):
+    """One-vs-rest cutting-plane SVMs (one model for two classes): the ksvm arrays layout."""
+    import jax
+    import numpy as np
+
+    import jkern
+
+    classes = np.unique(labels)
+    binary = len(classes) == 2
+    targets = [_positive_class(classes)] if binary else list(range(len(classes)))
+    models, iterations = [], []
+    for ci in targets:
+        y = np.where(labels == classes[ci], 1, -1)
+        res = jkern.svm.cpa(kernel, trees, y, C=args.C, sample=args.sample,
+                            epsilon=args.epsilon, j=args.j, max_iter=args.max_iter,
+                            mode=args.cpa_mode, key=jax.random.PRNGKey(args.seed),
+                            dtype=args.dtype, threads=args.threads)
+        models.append(res.model)
+        iterations.append(len(res.history))
+        if not res.model.converged:
+            _say(args, f"warning: class {classes[ci]}: not converged in {args.max_iter} "
+                       "iterations (raise --max-iter or --epsilon)")
+    support = sorted(set().union(*[m.support for m in models]))
+    col = {k: i for i, k in enumerate(support)}
+    coef = np.zeros((len(classes), len(support)))
+    for ci, m in zip(targets, models):
+        for k, v in zip(m.support, np.asarray(m.coef)):
+            coef[ci, col[k]] = v
+    if binary:  # scores (-f, f): argmax picks the positive class where f > 0
+        pos = targets[0]
+        coef[1 - pos] = -coef[pos]
+    note = f"{sum(iterations)} cutting-plane iterations"
+    return support, coef, np.zeros(len(classes)), note
 
 
 def _stratified_dev(labels, fraction: float, seed: int):
@@ -341,15 +402,20 @@ def run_train(args) -> int:
             arrays["w"], arrays["b"] = np.asarray(model.w), np.asarray(model.b)
         else:
             kernel = kernel_from_arguments(args)
-            g = jkern.gram(kernel, trees, **_gram_options(args))
-            model = jkern.svm.ksvm_ovr(g, labels, C=args.C)
-            support = model.support
+            if args.algo == "cpa":
+                support, coef, intercept, note = _train_cpa(args, kernel, trees, labels)
+            else:
+                g = jkern.gram(kernel, trees, **_gram_options(args))
+                model = jkern.svm.ksvm_ovr(g, labels, C=args.C)
+                support = model.support
+                coef = np.asarray(model.coef)[:, support]
+                intercept = np.asarray(model.intercept)
             spec, karrays = kernel_to_spec(kernel)
             arrays.update(karrays)
             arrays["kernel_spec"] = np.array(json.dumps(spec))
             arrays["support_trees"] = np.array([trees[i].to_penn() for i in support], str)
-            arrays["coef"] = np.asarray(model.coef)[:, support]
-            arrays["intercept"] = np.asarray(model.intercept)
+            arrays["coef"] = coef
+            arrays["intercept"] = intercept
             costs = len(support)
     except (FloatingPointError, ValueError) as err:
         raise CLIError(str(err), EXIT_COMPUTE) from err

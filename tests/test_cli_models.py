@@ -56,6 +56,27 @@ def test_train_and_predict_ksvm(dat, tmp_path, capsys):
     assert f"accuracy {acc:.4f}" in err
 
 
+@pytest.mark.parametrize("extra", [[], ["--j", "3"]], ids=["usvm", "usvm+j"])
+def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
+    model = tmp_path / "m.npz"
+    assert main(["train", dat, "--algo", "cpa", "--kernel", "sst", "--normalize", "--C", "50",
+                 "--sample", "20", "--seed", "2", "--out", str(model), *extra]) == 0
+    assert "cutting-plane iterations" in capsys.readouterr().err
+    out = tmp_path / "p.tsv"
+    assert main(["predict", str(model), dat, "--out", str(out), "-q"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
+    trees = jkern.read_trees(dat)
+    labels = np.array([int(line.split()[0]) for line in Path(dat).read_text().splitlines()])
+    ref = jkern.svm.cpa(jkern.Normalized(jkern.SST(0.4)), trees, labels, C=50.0, sample=20,
+                        j=3.0 if extra else None, key=jax.random.PRNGKey(2))
+    f = np.asarray(ref.model.decision_function(trees))
+    scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
+    np.testing.assert_allclose(scores, np.stack([-f, f], axis=1), rtol=1e-9, atol=1e-12)
+    predicted = np.array([int(line.split("\t")[0]) for line in lines[1:]])
+    np.testing.assert_array_equal(predicted[f != 0], np.where(f > 0, 1, -1)[f != 0])
+
+
 def test_train_and_predict_kda(dat, tmp_path, capsys):
     proj_path, model = tmp_path / "p.npz", tmp_path / "m.npz"
     assert main(["nystrom", "fit", dat, "--kernel", "ptk", "--normalize", "-l", "10",

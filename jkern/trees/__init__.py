@@ -18,3 +18,4 @@ from ._tree import Tree as Tree
 from ._forest import Forest as Forest
 from ._lexical import OPEN_CLASS_TAGS as OPEN_CLASS_TAGS
 from ._lexical import pos_leaves as pos_leaves
+from ._lexical import without_leaves as without_leaves

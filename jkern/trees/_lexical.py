@@ -38,3 +38,27 @@ def pos_leaves(tree: Tree, *, lowercase: bool = False,
             word = labels[kids[0]].lower() if lowercase else labels[kids[0]]
             labels[kids[0]] = f"{word}::{labels[i]}"
     return Tree(tuple(labels), tree.children)
+
+
+def without_leaves(tree: Tree) -> Tree:
+    """`tree` with its leaves removed (an unlexicalized parse: preterminals become leaves).
+
+    The unlexicalized trees of Severyn & Moschitti (2012, Sect. 7.2): words make most
+    subtrees distinct; without them far more subtrees repeat. A tree that is a single leaf is
+    returned unchanged (a tree needs a node).
+
+    >>> from jkern.trees import parse_penn
+    >>> without_leaves(parse_penn("(S (NP (DT the)(NN dog))(VP (VBZ barks)))")).to_penn()
+    '(S (NP DT NN)(VP VBZ))'
+    """
+    keep = [bool(kids) for kids in tree.children]
+    if not any(keep):
+        return tree
+    new_id = {}
+    for i, k in enumerate(keep):
+        if k:
+            new_id[i] = len(new_id)
+    labels = tuple(tree.labels[i] for i in range(len(keep)) if keep[i])
+    children = tuple(tuple(new_id[c] for c in tree.children[i] if keep[c])
+                     for i in range(len(keep)) if keep[i])
+    return Tree(labels, children)
