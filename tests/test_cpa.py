@@ -16,7 +16,7 @@ import pytest
 
 import jkern
 from jkern.data import load_trec
-from jkern.svm import cpa, draw_sample, importance_weights, solve_one_slack_dual
+from jkern.svm import cpa, delta_counts, draw_sample, importance_weights, solve_one_slack_dual
 from jkern.svm._qp import project_capped_simplex
 
 jax.config.update("jax_enable_x64", True)
@@ -154,6 +154,21 @@ def test_delta_evaluations_shrink_with_compaction(runs):
     assert d["usvm"] > d["sdag"] > d["sdag+"] > d["forest"] > 0
     pre = {r.preprocessing_deltas for r in runs.values()}
     assert len(pre) == 1  # the self-kernels cost the same in every mode
+
+
+def test_delta_counts_from_histograms_equal_the_engine_counts(runs, trec):
+    trees, _, _ = trec
+    for kernel in (KERNEL,):
+        counted = delta_counts(kernel, trees, runs["usvm"])
+        assert counted == {mode: r.delta_evals for mode, r in runs.items()}
+
+
+def test_delta_counts_for_ptk(trec):
+    trees, y, _ = trec
+    k = jkern.Normalized(jkern.PTK(0.4, 0.4))
+    for mode in ("usvm", "sdag+"):
+        res = cpa(k, trees[:100], y[:100], C=10.0, sample=40, mode=mode, max_iter=6)
+        assert delta_counts(k, trees[:100], res)[mode] == res.delta_evals
 
 
 def test_decision_function_equals_the_gram_expansion(runs, trec):

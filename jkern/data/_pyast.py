@@ -58,7 +58,7 @@ def _constant_label(value: object) -> str:
     return type(value).__name__
 
 
-def _child_items(node: ast.AST) -> list[ast.AST | str]:
+def _child_items(node: ast.AST, identifiers: bool = True) -> list[ast.AST | str]:
     """The children of `node` in field order: AST nodes, or leaf labels (str)."""
     if isinstance(node, ast.Constant):
         return [_constant_label(node.value)]
@@ -75,16 +75,18 @@ def _child_items(node: ast.AST) -> list[ast.AST | str]:
         if isinstance(value, ast.AST):
             items.append(value)
         elif isinstance(value, str):  # identifiers: name, id, arg, attr, module, asname, ...
-            items.append(value)
+            if identifiers:
+                items.append(value)
         elif isinstance(value, list):
             # Optional entries (`None` in kw_defaults or dict keys) are skipped; identifier
             # lists (Global.names, MatchClass.kwd_attrs) become leaves.
-            items.extend(v for v in value if isinstance(v, ast.AST | str))
+            items.extend(v for v in value
+                         if isinstance(v, ast.AST) or (identifiers and isinstance(v, str)))
         # ints (ImportFrom.level, comprehension.is_async) and None are dropped.
     return items
 
 
-def ast_to_tree(node: ast.AST) -> Tree:
+def ast_to_tree(node: ast.AST, *, identifiers: bool = True) -> Tree:
     """Convert a Python AST node to a `Tree` (iteratively: no recursion limit).
 
     Internal nodes are labelled with the AST class name. An identifier field becomes a leaf
@@ -94,6 +96,9 @@ def ast_to_tree(node: ast.AST) -> Tree:
 
     Args:
         node: any `ast.AST`, typically a `FunctionDef`.
+        identifiers: False drops the identifier leaves: the labels are then only AST class
+            and constant type names (about 100), a corpus with few labels and much
+            repetition, like XML trees of tags.
 
     Returns:
         The tree, in preorder.
@@ -101,6 +106,8 @@ def ast_to_tree(node: ast.AST) -> Tree:
     >>> fn = ast.parse("def f(x):\\n    '''doc'''\\n    return x + 1").body[0]
     >>> ast_to_tree(fn).to_penn()
     '(FunctionDef f(arguments (arg x))(Return (BinOp (Name x) Add(Constant int))))'
+    >>> ast_to_tree(fn, identifiers=False).to_penn()
+    '(FunctionDef (arguments arg)(Return (BinOp Name Add(Constant int))))'
     """
     labels: list[str] = []
     children: list[list[int]] = []
@@ -113,7 +120,7 @@ def ast_to_tree(node: ast.AST) -> Tree:
             kids: list[ast.AST | str] = []
         else:
             labels.append(type(item).__name__)
-            kids = _child_items(item)
+            kids = _child_items(item, identifiers)
         children.append([])
         if parent >= 0:
             children[parent].append(i)
@@ -161,6 +168,7 @@ def load_stdlib_functions(
     max_per_package: int | None = DEFAULT_MAX_PER_PACKAGE,
     min_nodes: int = DEFAULT_MIN_NODES,
     max_nodes: int = DEFAULT_MAX_NODES,
+    identifiers: bool = True,
 ) -> StdlibData:
     """Load the ASTs of the standard library's functions, labelled by package.
 
@@ -176,6 +184,8 @@ def load_stdlib_functions(
         max_per_package: cap on functions per package; `None` keeps all.
         min_nodes: smallest tree size kept.
         max_nodes: largest tree size kept.
+        identifiers: keep identifier leaves (see `ast_to_tree`; sizes are counted on the
+            trees as built, so False keeps a different set of functions).
 
     Returns:
         A `StdlibData` of trees, package labels and qualified names, grouped by package in
@@ -200,7 +210,7 @@ def load_stdlib_functions(
                 warnings.simplefilter("ignore", SyntaxWarning)
                 module = ast.parse(path.read_bytes(), filename=str(path))
             for name, fn in _functions(module, ".".join(parts)):
-                tree = ast_to_tree(fn)
+                tree = ast_to_tree(fn, identifiers=identifiers)
                 if min_nodes <= len(tree) <= max_nodes:
                     kept.append((name, tree))
         cap = len(kept) if max_per_package is None else max_per_package

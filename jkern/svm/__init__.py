@@ -13,6 +13,7 @@ from ._cpa import CPAIteration as CPAIteration
 from ._cpa import CPAResult as CPAResult
 from ._cpa import CutPlaneSVM as CutPlaneSVM
 from ._cpa import cpa as cpa
+from ._cpa import delta_counts as delta_counts
 from ._cpa import draw_sample as draw_sample
 from ._cpa import importance_weights as importance_weights
 from ._qp import QPResult as QPResult

@@ -245,6 +245,10 @@ class CPAResult(NamedTuple):
         seconds: training wall time (preprocessing included).
         margins: `[iterations, r]` the sample margins y_i w . phi(x_i) of every iteration
             (kept when `keep_margins`), for checking that modes agree.
+        samples: per iteration, the distinct training indices of its sample.
+        planes: per cutting plane, the distinct training indices it holds (plane t was
+            formed in iteration t). With `samples` this fixes the work of every mode:
+            `delta_counts` recounts it without computing a kernel.
     """
 
     model: CutPlaneSVM
@@ -253,6 +257,8 @@ class CPAResult(NamedTuple):
     preprocessing_deltas: int
     seconds: float
     margins: list | None
+    samples: list
+    planes: list
 
 
 def importance_weights(y: np.ndarray, j: float) -> np.ndarray:
@@ -375,11 +381,13 @@ def cpa(
     dual = 0.0
     history: list[CPAIteration] = []
     margins_kept: list | None = [] if keep_margins else None
+    samples: list[np.ndarray] = []
     converged = False
     for it in range(max_iter):
         t_it = time.perf_counter()
         idx = draw_sample(jax.random.fold_in(key, it), n, r, importance)
         uniq, mult = np.unique(idx, return_counts=True)
+        samples.append(uniq)
         # per_plane[i, j] = g_j . phi(x_i) for the sample's distinct examples.
         per_plane = _plane_products(blocks, planes, uniq)
         f = per_plane @ alpha[: len(planes)]
@@ -434,7 +442,66 @@ def cpa(
                    converged, dt)
     total = sum(h.delta_evals for h in history)
     return CPAResult(model, history, total, blocks.preprocessing_deltas,
-                     time.perf_counter() - t_start, margins_kept)
+                     time.perf_counter() - t_start, margins_kept, samples,
+                     [p.examples for p in planes])
+
+
+def delta_counts(kernel: AbstractKernel, x: Sequence[Any], result: CPAResult) -> dict[str, int]:
+    """The Delta evaluations each mode performs for the run `result` (same samples, planes).
+
+    A Delta evaluation is a pair of nodes in the same match group (production for ST/SST,
+    label for PTK; PTK's leaves, whose Delta is a constant, are not counted) of a sample-side
+    node and a model-side node. Per group the count is a product of node counts, so every
+    mode's work is summed from per-tree histograms without computing a kernel:
+    - usvm: every node of the sample trees x every node of each plane's trees;
+    - sdag: ... x the distinct subtrees of each plane;
+    - sdag+: ... x the distinct subtrees of all planes;
+    - forest: the sample's distinct subtrees x the distinct subtrees of all planes.
+    Each iteration's Gram column adds the new plane's trees against its own DAG (or trees).
+    Equal to what `cpa` counts when it runs in that mode; lets an experiment report the
+    work of a mode too slow to run.
+    """
+    base, _ = _split_kernel(kernel)
+    trees = as_trees(x, base.tree_index)
+    forest = Forest.build(trees)
+    plan = base.match_plan(forest)
+    stored = plan.key >= 0
+    if plan.residual:
+        stored &= forest.arity > 0
+    n_keys = plan.n_keys
+    key = plan.key.astype(np.int64)
+    occ_tree = forest.count_tree.astype(np.int64)
+    occ_node = forest.count_node.astype(np.int64)
+    occ_count = forest.count.astype(np.int64)
+    keep = stored[occ_node]
+    occ_tree, occ_node, occ_count = occ_tree[keep], occ_node[keep], occ_count[keep]
+
+    def expanded(idx: np.ndarray) -> np.ndarray:  # node counts per group, with repeats
+        sel = np.isin(occ_tree, idx)
+        return np.bincount(key[occ_node[sel]], weights=occ_count[sel], minlength=n_keys)
+
+    def distinct(idx: np.ndarray) -> np.ndarray:  # distinct subtrees per group
+        nodes = np.unique(occ_node[np.isin(occ_tree, idx)])
+        return np.bincount(key[nodes], minlength=n_keys).astype(np.float64)
+
+    counts = dict.fromkeys(MODES, 0.0)
+    planes = result.planes
+    for it, sample in enumerate(result.samples):
+        before = planes[:it]  # planes in the model when iteration `it` computed margins
+        s_exp, s_dis = expanded(sample), distinct(sample)
+        if before:
+            union = np.unique(np.concatenate(before))
+            counts["usvm"] += sum(s_exp @ expanded(p) for p in before)
+            counts["sdag"] += sum(s_exp @ distinct(p) for p in before)
+            counts["sdag+"] += s_exp @ distinct(union)
+            counts["forest"] += s_dis @ distinct(union)
+        if it < len(planes):  # this iteration added plane `it`: its own kernel block
+            p = planes[it]
+            counts["usvm"] += expanded(p) @ expanded(p)
+            for mode in ("sdag", "sdag+"):
+                counts[mode] += expanded(p) @ distinct(p)
+            counts["forest"] += distinct(p) @ distinct(p)
+    return {mode: int(round(v)) for mode, v in counts.items()}
 
 
 def _plane_products(blocks: _KernelBlocks, planes: list[_Plane], rows: np.ndarray) -> np.ndarray:

@@ -1,0 +1,211 @@
+"""Precision and recall on imbalanced data: uSVM vs uSVM+j vs KSVM (Table 5, top, of Severyn &
+Moschitti, MLJ 2012).
+
+- trec: the six coarse TREC question classes, each one-vs-rest (5,401 training parses, the
+  official 500 test parses), normalized SST (λ = 0.4).
+- srl: the PropBank boundary sample (1:19), split 80/20 (stratified, seed 0) into train/test.
+Models (all without test-set tuning: choices are made on a stratified 20% held-out part of
+the training set, by F1, then the model is retrained on all of it):
+- uSVM: the cutting-plane SVM with uniform samples of r = --sample examples (the paper:
+  100), `jkern.svm.cpa`; C (SVM-light convention, the 1-slack C is n times it) from --cs.
+- uSVM+j: the same with cost-proportionate rejection sampling (positives kept j times as
+  often), j from {1, 2, 3, 4, 5, 10} (the paper's grid) at uSVM's C.
+- KSVM: the C-SVM on the full Gram matrix (SMO, `jkern.svm.ksvm`), C from --cs and the
+  positive-class weight j (LIBSVM's -w, SVM-light's -j) from the same j grid.
+F1, precision and recall of the positive class on the test set; uSVM+j is compared with uSVM
+and with KSVM by the approximate-randomization test on F1 (10,000 shuffles).
+
+    python experiments/imbalance.py --cache-dir /tmp/qc_cache --out-dir docs/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+from _results import cached_grams, pyplot, write_result  # noqa: E402
+from qc import held_out_split  # noqa: E402
+
+import jkern  # noqa: E402
+from jkern.data import load_trec  # noqa: E402
+from jkern.metrics import approximate_randomization, binary_prf  # noqa: E402
+from jkern.svm import cpa, ksvm  # noqa: E402
+from jkern.trees import read_examples  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+J_GRID = (1.0, 2.0, 3.0, 4.0, 5.0, 10.0)
+
+
+def f1_of(y, pred) -> float:
+    return binary_prf(y, pred, positive=1)[2]
+
+
+def fit_cpa(trees, y, c_light, j, args):
+    res = cpa(KERNEL, trees, y, C=c_light * len(trees), sample=args.sample,
+              epsilon=args.epsilon, j=None if j is None else j, max_iter=args.max_iter,
+              key=jax.random.PRNGKey(args.seed), threads=args.threads)
+    return res
+
+
+def predict_cpa(res, trees):
+    return res.model.predict(trees)
+
+
+def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
+    """uSVM, uSVM+j and KSVM rows for one binary task."""
+    fit, held = held_out_split(y_tr, 0.2, seed=0)
+    fit_trees = [tr_trees[i] for i in fit]
+    held_trees = [tr_trees[i] for i in held]
+    cs = [float(c) for c in args.cs.split(",")]
+    rows = []
+    t0 = time.perf_counter()
+    # uSVM: C on the held-out part
+    scores = {c: f1_of(y_tr[held], predict_cpa(fit_cpa(fit_trees, y_tr[fit], c, None, args),
+                                               held_trees)) for c in cs}
+    c_u = max(cs, key=lambda c: (scores[c], -c))
+    # uSVM+j: j on the held-out part, at uSVM's C
+    j_scores = {j: f1_of(y_tr[held], predict_cpa(fit_cpa(fit_trees, y_tr[fit], c_u, j, args),
+                                                 held_trees)) for j in J_GRID}
+    j_best = max(J_GRID, key=lambda j: (j_scores[j], -j))
+    preds, info = {}, {}
+    for model, j in (("uSVM", None), ("uSVM+j", j_best)):
+        res = fit_cpa(tr_trees, y_tr, c_u, j, args)
+        preds[model] = predict_cpa(res, te_trees)
+        info[model] = {"C": c_u, "j": j, "support_vectors": res.model.n_support,
+                       "iterations": len(res.history), "converged": res.model.converged,
+                       "held_out_f1": scores[c_u] if j is None else j_scores[j]}
+    # KSVM: C x j on the held-out part
+    best, best_score = None, -1.0
+    for c in cs:
+        for j in J_GRID:
+            m = ksvm(g_tr[np.ix_(fit, fit)], y_tr[fit], C=c, class_weight=(j, 1.0))
+            s = f1_of(y_tr[held], np.asarray(m.predict(g_tr[np.ix_(held, fit)])))
+            if s > best_score:
+                best, best_score = (c, j), s
+    m = ksvm(g_tr, y_tr, C=best[0], class_weight=(best[1], 1.0))
+    preds["KSVM"] = np.asarray(m.predict(g_te))
+    info["KSVM"] = {"C": best[0], "j": best[1], "support_vectors": int(m.n_support),
+                    "held_out_f1": best_score}
+    for model in ("uSVM", "uSVM+j", "KSVM"):
+        p, r, f = binary_prf(y_te, preds[model], positive=1)
+        row = {"model": model, "dataset": dataset, "class": name, "f1": f, "precision": p,
+               "recall": r, "positives_test": int((y_te > 0).sum()),
+               "ratio": float((y_tr < 0).sum() / max(1, (y_tr > 0).sum())), **info[model]}
+        if model == "uSVM+j":
+            for other in ("uSVM", "KSVM"):
+                row[f"p_value_vs_{other}"] = approximate_randomization(
+                    y_te, preds[model], preds[other], metric="f1", n_shuffles=10_000,
+                    seed=0)["p_value"]
+        rows.append(row)
+    line = " | ".join(f"{r['model']} F1 {100 * r['f1']:.1f} (P {100 * r['precision']:.1f} / "
+                      f"R {100 * r['recall']:.1f})" for r in rows)
+    print(f"{dataset} {name} (1:{rows[0]['ratio']:.0f}; uSVM C={c_u:g}, j={j_best:g}; "
+          f"KSVM C={best[0]:g}, j={best[1]:g}): {line} "
+          f"[p vs uSVM {rows[1]['p_value_vs_uSVM']:.3f}, vs KSVM "
+          f"{rows[1]['p_value_vs_KSVM']:.3f}] {time.perf_counter() - t0:.0f} s", flush=True)
+    return rows
+
+
+KERNEL = jkern.Normalized(jkern.SST(0.4))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap.add_argument("--datasets", default="trec,srl")
+    ap.add_argument("--classes", default="ABBR,DESC,ENTY,HUM,LOC,NUM")
+    ap.add_argument("--sample", type=int, default=100, help="uSVM sample size r")
+    ap.add_argument("--cs", default="1,3,10", help="C values (SVM-light convention)")
+    ap.add_argument("--epsilon", type=float, default=1e-3)
+    ap.add_argument("--max-iter", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
+    args = ap.parse_args(argv)
+    data_dir = Path(args.data_dir)
+    cache = Path(args.cache_dir) if args.cache_dir else None
+    rows = []
+    for dataset in args.datasets.split(","):
+        if dataset == "trec":
+            train, test = load_trec(data_dir, "train"), load_trec(data_dir, "test")
+            g_tr, g_te, _ = cached_grams(KERNEL, train.trees, test.trees, cache, "sst")
+            for name in args.classes.split(","):
+                y_tr = np.where(np.asarray(train.coarse) == name, 1, -1)
+                y_te = np.where(np.asarray(test.coarse) == name, 1, -1)
+                rows += run_task("trec", name, train.trees, y_tr, test.trees, y_te,
+                                 g_tr, g_te, args)
+        elif dataset == "srl":
+            examples = read_examples(data_dir / "srl" / "boundary_5000.dat")
+            trees = [e.trees[0] for e in examples]
+            y = np.array([1 if e.label > 0 else -1 for e in examples])
+            tr, te = held_out_split(y, 0.2, seed=0)
+            tr_trees, te_trees = [trees[i] for i in tr], [trees[i] for i in te]
+            g_tr, g_te, _ = cached_grams(KERNEL, tr_trees, te_trees, cache, "srl_sst")
+            rows += run_task("srl", "boundary", tr_trees, y[tr], te_trees, y[te],
+                             g_tr, g_te, args)
+        else:
+            raise ValueError(f"unknown dataset {dataset!r}")
+    print_table(rows)
+    out = write_result(args.out_dir, "imbalance", rows, argv,
+                       settings={"sample": args.sample, "cs": args.cs, "j_grid": J_GRID,
+                                 "epsilon": args.epsilon, "max_iter": args.max_iter,
+                                 "kernel": "normalized SST, lam 0.4"})
+    plot(rows, out.parent / "imbalance.png")
+    return 0
+
+
+def print_table(rows) -> None:
+    print("\ndataset class     ratio | uSVM F1 (P/R)        | uSVM+j F1 (P/R)      p(u) "
+          "p(K) | KSVM F1 (P/R)")
+    tasks = []
+    for r in rows:
+        if (r["dataset"], r["class"]) not in tasks:
+            tasks.append((r["dataset"], r["class"]))
+    for task in tasks:
+        part = {r["model"]: r for r in rows if (r["dataset"], r["class"]) == task}
+
+        def cell(m):
+            r = part[m]
+            return (f"{100 * r['f1']:5.1f} ({100 * r['precision']:5.1f}/"
+                    f"{100 * r['recall']:5.1f})")
+
+        uj = part["uSVM+j"]
+        print(f"{task[0]:<7} {task[1]:<9} 1:{part['uSVM']['ratio']:<4.0f}| {cell('uSVM')} | "
+              f"{cell('uSVM+j')} {uj['p_value_vs_uSVM']:.3f} {uj['p_value_vs_KSVM']:.3f} | "
+              f"{cell('KSVM')}")
+
+
+def plot(rows, path: Path) -> None:
+    plt = pyplot()
+    if plt is None:
+        return
+    tasks = []
+    for r in rows:
+        if (r["dataset"], r["class"]) not in tasks:
+            tasks.append((r["dataset"], r["class"]))
+    fig, ax = plt.subplots(figsize=(1.2 * len(tasks) + 2, 3.6))
+    width = 0.27
+    for k, (model, color) in enumerate((("uSVM", "tab:gray"), ("uSVM+j", "tab:blue"),
+                                        ("KSVM", "tab:orange"))):
+        f1 = [next(r["f1"] for r in rows if (r["dataset"], r["class"]) == t
+                   and r["model"] == model) for t in tasks]
+        ax.bar(np.arange(len(tasks)) + (k - 1) * width, [100 * v for v in f1], width,
+               label=model, color=color)
+    ax.set_xticks(np.arange(len(tasks)), [f"{d}\n{c}" for d, c in tasks])
+    ax.set_ylabel("F1 (%)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
