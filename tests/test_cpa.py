@@ -156,6 +156,21 @@ def test_delta_evaluations_shrink_with_compaction(runs):
     assert len(pre) == 1  # the self-kernels cost the same in every mode
 
 
+def test_precomputed_gram_gives_the_same_model(runs, trec):
+    trees, y, test = trec
+    g = np.asarray(jkern.gram(KERNEL, trees, dtype="float64"))
+    res = cpa(KERNEL, trees, y, C=20.0, sample=80, epsilon=1e-3, keep_margins=True,
+              key=jax.random.PRNGKey(3), max_iter=40, gram=g)
+    base = runs["forest"]
+    assert res.delta_evals == 0 and len(res.history) == len(base.history)
+    for a, b in zip(res.margins, base.margins):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    assert res.model.support == base.model.support
+    np.testing.assert_allclose(res.model.coef, base.model.coef, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="gram must be"):
+        cpa(KERNEL, trees, y, gram=g[:5, :5])
+
+
 def test_delta_counts_from_histograms_equal_the_engine_counts(runs, trec):
     trees, _, _ = trec
     for kernel in (KERNEL,):
