@@ -117,7 +117,7 @@ def main(argv=None) -> int:
                      if dataset == "python-ast" else args.samples)
             for r in [int(s) for s in sizes.split(",")]:
                 ref = run_mode(kernel, trees, y, "sdag+", args, r)
-                counted = delta_counts(kernel, trees, ref)
+                counted = delta_counts(kernel, trees, ref, block_size=256)
                 assert counted["sdag+"] == ref.delta_evals, (counted, ref.delta_evals)
                 coef_ref = np.asarray(ref.model.coef)
                 for mode, model in MODELS.items():

@@ -184,6 +184,9 @@ def test_delta_counts_for_ptk(trec):
     for mode in ("usvm", "sdag+"):
         res = cpa(k, trees[:100], y[:100], C=10.0, sample=40, mode=mode, max_iter=6)
         assert delta_counts(k, trees[:100], res)[mode] == res.delta_evals
+    # several row blocks: a subtree shared by two blocks is computed (and counted) twice
+    res = cpa(KERNEL, trees, y, C=20.0, sample=200, mode="forest", max_iter=8, block_size=64)
+    assert delta_counts(KERNEL, trees, res, block_size=64)["forest"] == res.delta_evals
 
 
 def test_decision_function_equals_the_gram_expansion(runs, trec):
