@@ -176,7 +176,7 @@ def print_table(rows) -> None:
         part = {r["model"]: r for r in rows if (r["dataset"], r["kernel"], r["sample"]) == k}
         u = part["uSVM"]
 
-        def ratio(m):
+        def ratio(m, u=u, part=part):
             d = u["delta_evals"] / part[m]["delta_evals"]
             t = (u["seconds"] / part[m]["seconds"]) if u["seconds"] and part[m]["seconds"] \
                 else None

@@ -177,7 +177,7 @@ def print_table(rows) -> None:
     for task in tasks:
         part = {r["model"]: r for r in rows if (r["dataset"], r["class"]) == task}
 
-        def cell(m):
+        def cell(m, part=part):
             r = part[m]
             return (f"{100 * r['f1']:5.1f} ({100 * r['precision']:5.1f}/"
                     f"{100 * r['recall']:5.1f})")

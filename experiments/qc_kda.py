@@ -121,6 +121,9 @@ def main(argv=None) -> int:
                          "only; later samplings train the configuration those picked most "
                          "often (default: the grid on every sampling)")
     ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
+    ap.add_argument("--merge", default=None, metavar="JSON",
+                    help="carry over the rows of kernels not run from an earlier qc_kda.json "
+                         "(its command is kept in the new file's `merged_from`)")
     args = ap.parse_args(argv)
 
     train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
@@ -186,8 +189,19 @@ def main(argv=None) -> int:
                       f"{row['accuracy']:.4f} ± {row['accuracy_std']:.4f}, saving "
                       f"{row['saving']:.1%} ({row['seconds']:.0f} s)", flush=True)
 
+    merged = None
+    if args.merge:
+        import json
+
+        earlier = json.loads(Path(args.merge).read_text())
+        ran = set(args.kernels.split(","))
+        kept = [r for r in earlier["rows"] if r["kernel"] not in ran]
+        rows = kept + rows
+        merged = {"command": earlier["environment"]["command"],
+                  "date": earlier["environment"]["date"], "kernels": sorted(
+                      {r["kernel"] for r in kept}), "settings": earlier.get("settings")}
     print_accuracy_table(rows)
-    out_dir = write_result(args.out_dir, "qc_kda", rows, argv,
+    out_dir = write_result(args.out_dir, "qc_kda", rows, argv, merged_from=merged,
                            settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
                                      "patience": args.patience, "batch_size": 256,
                                      "grid_samplings": args.grid_samplings,
