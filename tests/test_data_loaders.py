@@ -132,3 +132,16 @@ def test_trec_real(shared_data, split, size):
     assert set(data.coarse) == set(TREC_COARSE)
     assert all(t.labels[0] == "ROOT" for t in data.trees)
     assert all(len(t) >= 3 for t in data.trees)
+
+
+def test_stdlib_without_identifiers_keeps_structure_only():
+    fn = ast.parse("def f(x, y):\n    return g(x).attr + 1").body[0]
+    full, bare = ast_to_tree(fn), ast_to_tree(fn, identifiers=False)
+    identifiers = {"f", "x", "y", "g", "attr"}
+    assert identifiers <= set(full.labels)
+    assert not identifiers & set(bare.labels)
+    assert len(full) - len(bare) == 6  # f, x, y, g, x, attr
+    data = load_stdlib_functions(["json"], max_per_package=None, identifiers=False)
+    labels = {lab for t in data.trees for lab in t.labels}
+    constants = {"str", "int", "float", "bytes", "complex", "bool", "None", "Ellipsis"}
+    assert all(isinstance(getattr(ast, lab, None), type) or lab in constants for lab in labels)

@@ -443,3 +443,20 @@ def test_fuzz_parse_svmlight_line(text):
     assert isinstance(example, Example)
     assert all(i > 0 for v in example.vectors for i, _ in v)
     assert all([i for i, _ in v] == sorted({i for i, _ in v}) for v in example.vectors)
+
+
+def test_without_leaves_and_expanded_forests():
+    from jkern.trees import Forest, without_leaves
+
+    t = parse_penn("(S (NP (DT the)(NN dog))(VP (VBZ barks)(NP (DT the)(NN dog))))")
+    bare = without_leaves(t)
+    assert bare.to_penn() == "(S (NP DT NN)(VP VBZ(NP DT NN)))"
+    assert without_leaves(parse_penn("(A b)")).labels == ("A",)
+    assert without_leaves(Tree(("x",), ((),))).to_penn() == "x"
+    # (NP (DT the)(NN dog)) occurs twice: shared in a plain forest, not in an expanded one
+    assert Forest.build([t]).n_nodes == 10
+    assert Forest.build([t], expand=[True]).n_nodes == len(t) == 14
+    both = Forest.build([t, t], expand=[False, True])
+    assert both.n_nodes == 10 + 14 and both.total_nodes() == 28
+    with pytest.raises(ValueError, match="expand"):
+        Forest.build([t], expand=[True, False])
