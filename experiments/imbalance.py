@@ -7,11 +7,12 @@ Moschitti, MLJ 2012).
 Models (all without test-set tuning: choices are made on a stratified 20% held-out part of
 the training set, by F1, then the model is retrained on all of it):
 - uSVM: the cutting-plane SVM with uniform samples of r = --sample examples (the paper:
-  100), `jkern.svm.cpa`; C (SVM-light convention, the 1-slack C is n times it) from --cs.
+  100), `jkern.svm.cpa`; C in SVM-light's convention (the 1-slack C is n times it): the
+  paper's fixed C = 1 by default, or picked from --cs.
 - uSVM+j: the same with cost-proportionate rejection sampling (positives kept j times as
   often), j from {1, 2, 3, 4, 5, 10} (the paper's grid) at uSVM's C.
 - KSVM: the C-SVM on the full Gram matrix (SMO, `jkern.svm.ksvm`), C from --cs and the
-  positive-class weight j (LIBSVM's -w, SVM-light's -j) from the same j grid.
+  positive-class weight j (LIBSVM's -w, SVM-light's -j) picked from the same j grid.
 The cutting-plane runs read their margins off the cached Gram matrix (`cpa(gram=...)`: the
 same model as computing them, which dag_speedup.py times). F1, precision and recall of the
 positive class on the test set; uSVM+j is compared with uSVM
@@ -129,7 +130,8 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", default="trec,srl")
     ap.add_argument("--classes", default="ABBR,DESC,ENTY,HUM,LOC,NUM")
     ap.add_argument("--sample", type=int, default=100, help="uSVM sample size r")
-    ap.add_argument("--cs", default="1,3,10", help="C values (SVM-light convention)")
+    ap.add_argument("--cs", default="1", help="C values (SVM-light convention; default: the "
+                    "paper's C = 1; several are picked from on the held-out part)")
     ap.add_argument("--epsilon", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)

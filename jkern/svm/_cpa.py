@@ -332,6 +332,7 @@ def cpa(
     key: jax.Array | None = None,
     dtype: Any = "float64",
     qp_tol: float = 1e-12,
+    qp_max_iter: int = 20_000,
     block_size: int = 256,
     threads: int = 2,
     keep_margins: bool = False,
@@ -355,6 +356,8 @@ def cpa(
         key: PRNG key of the samples (default `jax.random.PRNGKey(0)`).
         dtype: "float64" (default; exact comparisons between modes) or "float32".
         qp_tol: the QP's relative duality-gap tolerance.
+        qp_max_iter: most gradient steps per QP solve (many nearly parallel planes make the
+            last digits slow; the solve is warm-started, so later solves resume there).
         block_size, threads: the Gram engine's row blocks and host threads.
         keep_margins: keep every iteration's sample margins in the result.
         callback: called with each `CPAIteration`.
@@ -454,7 +457,7 @@ def cpa(
         planes.append(plane)
         mask = np.arange(cap) <= t
         res = solve_one_slack_dual(jnp.asarray(gram), jnp.asarray(offsets), C,
-                                   jnp.asarray(mask), jnp.asarray(alpha), qp_tol)
+                                   jnp.asarray(mask), jnp.asarray(alpha), qp_tol, qp_max_iter)
         alpha = np.asarray(res.alpha, np.float64)
         dual = float(res.dual)
         g_alpha = gram[: t + 1, : t + 1] @ alpha[: t + 1]
