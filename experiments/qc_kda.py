@@ -122,8 +122,9 @@ def main(argv=None) -> int:
                          "often (default: the grid on every sampling)")
     ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
     ap.add_argument("--merge", default=None, metavar="JSON",
-                    help="carry over the rows of kernels not run from an earlier qc_kda.json "
-                         "(its command is kept in the new file's `merged_from`)")
+                    help="carry over from an earlier qc_kda.json the rows this run does not "
+                         "produce (other kernels, other landmark counts; its command and "
+                         "any earlier merges are kept in the new file's `merged_from`)")
     args = ap.parse_args(argv)
 
     train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
@@ -194,12 +195,20 @@ def main(argv=None) -> int:
         import json
 
         earlier = json.loads(Path(args.merge).read_text())
-        ran = set(args.kernels.split(","))
-        kept = [r for r in earlier["rows"] if r["kernel"] not in ran]
-        rows = kept + rows
+        produced = {(r["model"], r["kernel"], r["landmarks"]) for r in rows}
+        kept = [r for r in earlier["rows"]
+                if (r["model"], r["kernel"], r["landmarks"]) not in produced]
+        order = {(m, k): i for i, (m, k) in enumerate(
+            [("KSVM", "ptk"), ("DCD", "ptk"), ("KDA", "ptk"),
+             ("KSVM", "sptk"), ("DCD", "sptk"), ("KDA", "sptk")])}
+        rows = sorted(kept + rows, key=lambda r: (r["kernel"] != "ptk", r["landmarks"] or 0,
+                                                  order.get((r["model"], r["kernel"]), 9)))
         merged = {"command": earlier["environment"]["command"],
-                  "date": earlier["environment"]["date"], "kernels": sorted(
-                      {r["kernel"] for r in kept}), "settings": earlier.get("settings")}
+                  "date": earlier["environment"]["date"],
+                  "rows_kept": sorted({f"{r['model']} {r['kernel']} {r['landmarks']}"
+                                       for r in kept}),
+                  "settings": earlier.get("settings"),
+                  "merged_from": earlier.get("merged_from")}
     print_accuracy_table(rows)
     out_dir = write_result(args.out_dir, "qc_kda", rows, argv, merged_from=merged,
                            settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
