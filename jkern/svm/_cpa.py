@@ -93,14 +93,8 @@ class _KernelBlocks:
         self.block_size, self.threads = block_size, threads
         self.dtype = dtype
         # Self-kernels on the compacted trees (the paper's preprocessing).
-        idx = np.arange(n)
         if normalize:
-            d = np.concatenate([
-                np.diagonal(np.asarray(self.engine.block(idx[s:s + 128], idx[s:s + 128],
-                                                         self.params)))
-                for s in range(0, n, 128)
-            ]) if n else np.zeros(0)
-            self.scale = np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
+            self.scale = _inv_sqrt(_self_kernels(self.engine, self.params, np.arange(n)))
         else:
             self.scale = np.ones(n)
         self.preprocessing_deltas = self.work.take()
