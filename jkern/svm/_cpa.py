@@ -204,12 +204,10 @@ class CutPlaneSVM(eqx.Module):
         dt = resolve_dtype(dtype if dtype is not None else self.coef.dtype)
         sv = list(self.support_trees)
         n_sv, m = len(sv), len(trees)
-        if mode == "forest":
-            forest = Forest.build(sv + trees)
-            rows, cols = np.arange(n_sv, n_sv + m), np.arange(n_sv)
-        else:
-            forest = Forest.build(sv + trees, [mode == "usvm"] * n_sv + [True] * m)
-            rows, cols = np.arange(n_sv, n_sv + m), np.arange(n_sv)
+        # Inputs expanded (tree by tree) except in forest mode; support vectors only in usvm.
+        forest = Forest.build(sv + trees, None if mode == "forest"
+                              else [mode == "usvm"] * n_sv + [True] * m)
+        rows, cols = np.arange(n_sv, n_sv + m), np.arange(n_sv)
         engine = GramEngine(forest, base.match_plan(forest), dt)
         params = base.params()
         coef = np.asarray(self.coef, np.float64)
