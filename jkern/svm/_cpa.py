@@ -82,11 +82,10 @@ class _KernelBlocks:
     def __init__(self, base: AbstractTreeKernel, normalize: bool, trees: list, mode: str,
                  dtype: Any, block_size: int, threads: int):
         n = len(trees)
-        self.n, self.mode, self.normalize = n, mode, normalize
+        self.n, self.mode = n, mode
         expanded = mode != "forest"
         forest = Forest.build(trees + trees if expanded else trees,
                               [False] * n + [True] * n if expanded else None)
-        self.forest = forest
         self.engine = GramEngine(forest, base.match_plan(forest), dtype)
         self.params = base.params()
         self.work = _Work(self.engine)
@@ -139,11 +138,10 @@ class _GramBlocks:
 
 @dataclasses.dataclass
 class _Plane:
-    """A cutting plane: g = sum_k weight_k phi(x_k) over its examples, offset d."""
+    """A cutting plane's gradient: g = sum_k weight_k phi(x_k) (its offset is in `offsets`)."""
 
     examples: np.ndarray  # distinct training indices
     weights: np.ndarray  # multiplicity * y_k / r
-    offset: float
 
 
 class CPAIteration(NamedTuple):
@@ -431,7 +429,7 @@ def cpa(
             break
         members = uniq[c]
         weights = mult[c] * yf[members] / r
-        plane = _Plane(members, weights, d_new)
+        plane = _Plane(members, weights)
         t = len(planes)
         if t == cap:
             cap *= 2
