@@ -259,6 +259,9 @@ def configure_train(p: argparse.ArgumentParser) -> None:
     cpa.add_argument("--cpa-mode", choices=("forest", "sdag+", "sdag", "usvm"),
                      default="forest", help="how margins are computed (same model, different "
                      "work; default forest: everything on one DAG)")
+    cpa.add_argument("--devices", type=_positive_int, default=None, metavar="N",
+                     help="shard the sample's margin blocks over the first N JAX devices "
+                          "(e.g. GPUs; default: the default device only)")
     p.add_argument("--out", "-o", required=True, metavar="MODEL.npz")
     _common(p)
 
@@ -279,6 +282,12 @@ def _train_cpa(args, kernel, trees, labels):
 
     import jkern
 
+    devices = None
+    if args.devices is not None:
+        devices = jax.devices()[: args.devices]
+        if len(devices) < args.devices:
+            raise CLIError(f"--devices {args.devices}: JAX sees {len(devices)} device(s) "
+                           f"({', '.join(str(d) for d in devices)})")
     classes = np.unique(labels)
     binary = len(classes) == 2
     targets = [_positive_class(classes)] if binary else list(range(len(classes)))
@@ -288,7 +297,7 @@ def _train_cpa(args, kernel, trees, labels):
         res = jkern.svm.cpa(kernel, trees, y, C=args.C, sample=args.sample,
                             epsilon=args.epsilon, j=args.j, max_iter=args.max_iter,
                             mode=args.cpa_mode, key=jax.random.PRNGKey(args.seed),
-                            dtype=args.dtype, threads=args.threads)
+                            dtype=args.dtype, threads=args.threads, devices=devices)
         models.append(res.model)
         iterations.append(len(res.history))
         if not res.model.converged:

@@ -56,7 +56,8 @@ def test_train_and_predict_ksvm(dat, tmp_path, capsys):
     assert f"accuracy {acc:.4f}" in err
 
 
-@pytest.mark.parametrize("extra", [[], ["--j", "3"]], ids=["usvm", "usvm+j"])
+@pytest.mark.parametrize("extra", [[], ["--j", "3"], ["--devices", "1"]],
+                         ids=["usvm", "usvm+j", "devices"])
 def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     model = tmp_path / "m.npz"
     assert main(["train", dat, "--algo", "cpa", "--kernel", "sst", "--normalize", "--C", "50",
@@ -69,12 +70,19 @@ def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     trees = jkern.read_trees(dat)
     labels = np.array([int(line.split()[0]) for line in Path(dat).read_text().splitlines()])
     ref = jkern.svm.cpa(jkern.Normalized(jkern.SST(0.4)), trees, labels, C=50.0, sample=20,
-                        j=3.0 if extra else None, key=jax.random.PRNGKey(2))
+                        j=3.0 if "--j" in extra else None, key=jax.random.PRNGKey(2))
     f = np.asarray(ref.model.decision_function(trees))
     scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
     np.testing.assert_allclose(scores, np.stack([-f, f], axis=1), rtol=1e-9, atol=1e-12)
     predicted = np.array([int(line.split("\t")[0]) for line in lines[1:]])
     np.testing.assert_array_equal(predicted[f != 0], np.where(f > 0, 1, -1)[f != 0])
+
+
+def test_train_cpa_asks_for_more_devices_than_there_are(dat, tmp_path, capsys):
+    n = len(jax.devices())
+    assert main(["train", dat, "--algo", "cpa", "--kernel", "sst", "--sample", "20",
+                 "--devices", str(n + 1), "--out", str(tmp_path / "m.npz")]) == 2
+    assert f"--devices {n + 1}: JAX sees {n} device" in capsys.readouterr().err
 
 
 def test_train_and_predict_kda(dat, tmp_path, capsys):

@@ -19,6 +19,7 @@ import functools
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -343,6 +344,7 @@ class GramEngine:
         self._buf_size = 0
         self._cols_pad = 0
         self._lock = threading.Lock()  # blocks run on several threads (compute_gram)
+        self._dev_on: dict = {}  # per-device copies of `dev` (compute_gram's `devices`)
 
     def _count(self, **added: int) -> None:
         with self._lock:
@@ -365,8 +367,29 @@ class GramEngine:
         keep = self.plan.key[node] >= 0
         return node[keep], local[keep], f.count[idx][keep]
 
-    def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params) -> jax.Array:
-        """`G[row_trees, col_trees]` as a `[len(row_trees), len(col_trees)]` array."""
+    def _forest_on(self, device) -> _DeviceForest:
+        with self._lock:
+            dev = self._dev_on.get(device)
+            if dev is None:
+                dev = self._dev_on[device] = jax.device_put(self.dev, device)
+            return dev
+
+    def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params,
+              device: Any = None) -> jax.Array:
+        """`G[row_trees, col_trees]` as a `[len(row_trees), len(col_trees)]` array.
+
+        With `device`, the block's recurrences run there (on a copy of the forest arrays kept
+        on that device); its result stays there.
+        """
+        if device is None:
+            return self._block(row_trees, col_trees, params, self.dev)
+        dev = self._forest_on(device)
+        # The default device is thread-local: buffers and index arrays made here land on
+        # `device`, so every call of the block runs there.
+        with jax.default_device(device):
+            return self._block(row_trees, col_trees, jax.device_put(params, device), dev)
+
+    def _block(self, row_trees, col_trees, params: Params, dev: _DeviceForest) -> jax.Array:
         f, plan = self.forest, self.plan
         n_keys, n_cls = plan.n_keys, len(_CLASSES)
         col = self._occurrences(np.asarray(col_trees, np.int64))
@@ -407,7 +430,7 @@ class GramEngine:
             cuts = cuts[:1]
         entries = np.stack([rows[ri[order]], members[midx[order]], out[order]]).astype(np.int32)
         buf = self._fill_buckets(buf, entries, code, cuts, jnp.asarray(row_off), jnp.asarray(pos),
-                                 params)
+                                 params, dev)
         return self._contract(buf, rows, ri, midx, out, members, row, col,
                               len(row_trees), len(col_trees))
 
@@ -554,7 +577,7 @@ class GramEngine:
             )
         return out
 
-    def _fill_buckets(self, buf, entries, code, cuts, dev_row_off, dev_pos, params):
+    def _fill_buckets(self, buf, entries, code, cuts, dev_row_off, dev_pos, params, dev):
         """Runs the fill over the sorted entries `int32[3, E]` (q, v, buf slot), bucket by bucket.
 
         Entries go to the device in a few fixed-size pieces; each call reads its chunk out of a
@@ -581,7 +604,7 @@ class GramEngine:
                     host[:, : chunk.shape[1]] = chunk
                     piece = jnp.asarray(host)
                 buf = _fill(
-                    buf, piece, np.int32(s - piece_start), np.int32(e - s), self.dev, dev_row_off,
+                    buf, piece, np.int32(s - piece_start), np.int32(e - s), dev, dev_row_off,
                     dev_pos, params, plan_static=self._static, a_pad=a_pad, b_pad=b_pad,
                     step=step,
                 )
@@ -597,6 +620,7 @@ def compute_gram(
     block_size: int = 128,
     progress: bool = False,
     threads: int = 2,
+    devices: Sequence[Any] | None = None,
 ) -> jax.Array:
     """The Gram matrix of trees `rows` against `cols` (None: `rows` against itself, symmetric).
 
@@ -604,6 +628,10 @@ def compute_gram(
     compiled recurrences (both release the GIL). Each block's result does not depend on the
     threads, so neither does the Gram matrix. Under a JAX transformation (traced parameters:
     grad, vmap, jit) blocks run in the calling thread, where the trace lives.
+
+    With `devices` (JAX devices, e.g. `jax.devices()`), the row blocks are sharded over them:
+    block b runs on `devices[b % len(devices)]`, at least one host thread per device, and the
+    blocks are gathered on `devices[0]`. A block's values do not depend on where it ran.
     """
     n = len(rows)
     symmetric = cols is None
@@ -612,21 +640,32 @@ def compute_gram(
     starts = list(range(0, n, block_size))
 
     traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(params))
+    if devices is not None:
+        devices = list(devices)
+        if not devices:
+            raise ValueError("devices must name at least one JAX device")
+        if traced:
+            raise ValueError("devices= shards concrete Gram blocks; under jit/grad/vmap the "
+                             "blocks run in the tracing thread: leave devices unset there")
+        threads = max(threads, len(devices))
 
-    def run(s):
+    def run(b, s):
         e = min(s + block_size, n)
-        part = engine.block(rows[s:e], rows[s:] if symmetric else cols, params)
+        device = None if devices is None else devices[b % len(devices)]
+        part = engine.block(rows[s:e], rows[s:] if symmetric else cols, params, device)
+        if device is not None:
+            part = jax.device_put(part, devices[0])
         return part if traced else part.block_until_ready()  # [e - s, n - s] or [e - s, m]
 
     blocks = [None] * len(starts)
     if traced or threads <= 1:
         for b, s in enumerate(starts):
-            blocks[b] = run(s)
+            blocks[b] = run(b, s)
             if progress:
                 _progress(b + 1, len(starts), time.perf_counter() - t0)
     else:
         with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            futures = {pool.submit(run, s): b for b, s in enumerate(starts)}
+            futures = {pool.submit(run, b, s): b for b, s in enumerate(starts)}
             for done, fut in enumerate(concurrent.futures.as_completed(futures)):
                 blocks[futures[fut]] = fut.result()
                 if progress:

@@ -66,7 +66,8 @@ class AbstractTreeKernel(AbstractKernel):
 
     `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
     per block), `threads` (host threads computing blocks at once; under jit/grad/vmap the
-    blocks run in the calling thread), `stats` (a dict that receives the work counters).
+    blocks run in the calling thread), `devices` (JAX devices to shard the row blocks over),
+    `stats` (a dict that receives the work counters).
     """
 
     tree_index: eqx.AbstractVar[int]
@@ -80,7 +81,7 @@ class AbstractTreeKernel(AbstractKernel):
         """The array parameters the recurrences read."""
 
     def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=128, threads=2,
-             stats=None):
+             devices=None, stats=None):
         dt = resolve_dtype(dtype)
         trees1 = as_trees(x1, self.tree_index)
         trees2 = None if x2 is None else as_trees(x2, self.tree_index)
@@ -89,7 +90,7 @@ class AbstractTreeKernel(AbstractKernel):
         rows = np.arange(len(trees1))
         cols = None if trees2 is None else np.arange(len(trees1), len(trees1) + len(trees2))
         g = compute_gram(engine, self.params(), rows, cols, block_size=block_size,
-                         progress=progress, threads=threads)
+                         progress=progress, threads=threads, devices=devices)
         if stats is not None:
             stats.update(
                 trees=len(trees1) + (0 if trees2 is None else len(trees2)),

@@ -80,7 +80,7 @@ class _KernelBlocks:
     """
 
     def __init__(self, base: AbstractTreeKernel, normalize: bool, trees: list, mode: str,
-                 dtype: Any, block_size: int, threads: int):
+                 dtype: Any, block_size: int, threads: int, devices: Sequence[Any] | None):
         n = len(trees)
         self.n, self.mode = n, mode
         expanded = mode != "forest"
@@ -89,7 +89,7 @@ class _KernelBlocks:
         self.engine = GramEngine(forest, base.match_plan(forest), dtype)
         self.params = base.params()
         self.work = _Work(self.engine)
-        self.block_size, self.threads = block_size, threads
+        self.block_size, self.threads, self.devices = block_size, threads, devices
         self.dtype = dtype
         # Self-kernels on the compacted trees (the paper's preprocessing).
         if normalize:
@@ -110,7 +110,7 @@ class _KernelBlocks:
             return np.zeros((len(rows), len(cols)))
         g = compute_gram(self.engine, self.params, self.sample_side(rows),
                          self.model_side(cols), block_size=self.block_size,
-                         threads=self.threads)
+                         threads=self.threads, devices=self.devices)
         g = np.asarray(g, dtype=np.float64 if self.dtype == jnp.float64 else np.float32)
         return g * self.scale[rows][:, None] * self.scale[cols][None, :]
 
@@ -185,6 +185,7 @@ class CutPlaneSVM(eqx.Module):
 
     def decision_function(self, x: Sequence[Any], *, mode: str = "forest", dtype: Any = None,
                           block_size: int = 256, threads: int = 2,
+                          devices: Sequence[Any] | None = None,
                           stats: dict | None = None) -> Float[Array, " m"]:
         """f(x) for trees (or examples) `x`.
 
@@ -193,6 +194,7 @@ class CutPlaneSVM(eqx.Module):
                 "sdag+" (support vectors as one weighted DAG against each input's nodes,
                 Table 3 of the paper) or "usvm" (tree by tree, the Delta work of plain
                 kernel expansion). Same values, different work.
+            devices: JAX devices to shard the inputs' row blocks over (`compute_gram`).
             stats: a dict that receives `delta_evals`.
         """
         if mode not in ("forest", "sdag+", "usvm"):
@@ -212,7 +214,7 @@ class CutPlaneSVM(eqx.Module):
         if m == 0:
             return jnp.zeros(0, dt)
         g = np.asarray(compute_gram(engine, params, rows, cols, block_size=block_size,
-                                    threads=threads), np.float64)
+                                    threads=threads, devices=devices), np.float64)
         if normalize:
             # Self-kernels of the inputs and support vectors (not counted as model work).
             before = engine.counts.delta_entries + engine.counts.constant_entries
@@ -325,6 +327,7 @@ def cpa(
     qp_max_iter: int = 20_000,
     block_size: int = 256,
     threads: int = 2,
+    devices: Sequence[Any] | None = None,
     keep_margins: bool = False,
     callback: Any = None,
     gram: Any = None,
@@ -349,6 +352,8 @@ def cpa(
         qp_max_iter: most gradient steps per QP solve (many nearly parallel planes make the
             last digits slow; the solve is warm-started, so later solves resume there).
         block_size, threads: the Gram engine's row blocks and host threads.
+        devices: JAX devices (e.g. `jax.devices()`) to shard the sample's margin blocks over:
+            row block b of the sample runs on device b mod len(devices). Same margins.
         keep_margins: keep every iteration's sample margins in the result.
         callback: called with each `CPAIteration`.
         gram: optional precomputed `[n, n]` Gram matrix of `x` under `kernel` (normalized
@@ -387,7 +392,7 @@ def cpa(
     key = jax.random.PRNGKey(0) if key is None else key
     dt = resolve_dtype(dtype)
     t_start = time.perf_counter()
-    blocks = (_KernelBlocks(base, normalize, trees, mode, dt, block_size, threads)
+    blocks = (_KernelBlocks(base, normalize, trees, mode, dt, block_size, threads, devices)
               if gram is None else _GramBlocks(gram, n))
     r = int(sample)
     yf = y.astype(np.float64)
