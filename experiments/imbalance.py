@@ -14,9 +14,12 @@ the training set, by F1, then the model is retrained on all of it):
 - KSVM: the C-SVM on the full Gram matrix (SMO, `jkern.svm.ksvm`), C from --cs and the
   positive-class weight j (LIBSVM's -w, SVM-light's -j) picked from the same j grid.
 The cutting-plane runs read their margins off the cached Gram matrix (`cpa(gram=...)`: the
-same model as computing them, which dag_speedup.py times). F1, precision and recall of the
-positive class on the test set; uSVM+j is compared with uSVM
-and with KSVM by the approximate-randomization test on F1 (10,000 shuffles).
+same model as computing them, which dag_speedup.py times). A cutting-plane model depends on
+its samples, so every uSVM/uSVM+j figure is over --seeds sampling seeds: the held-out F1
+that picks C and j is the mean over the seeds, and the test F1, precision and recall (of the
+positive class) are the means of the seeds' models (with the spread). uSVM+j is compared with
+uSVM and with KSVM by the approximate-randomization test on F1 (10,000 shuffles), each test
+question's predictions paired seed by seed (pooled over the seeds).
 
     python experiments/imbalance.py --cache-dir /tmp/qc_cache --out-dir docs/results
 """
@@ -50,12 +53,23 @@ def f1_of(y, pred) -> float:
     return binary_prf(y, pred, positive=1)[2]
 
 
-def fit_cpa(trees, y, gram, c_light, j, args):
+def fit_cpa(trees, y, gram, c_light, j, args, seed):
     """uSVM (j None) or uSVM+j; the margins are read off the cached Gram matrix (`gram=`),
     which trains the same model as computing them (tests/test_cpa.py) in far less time."""
     return cpa(KERNEL, trees, y, C=c_light * len(trees), sample=args.sample,
                epsilon=args.epsilon, j=j, max_iter=args.max_iter,
-               key=jax.random.PRNGKey(args.seed), gram=gram)
+               key=jax.random.PRNGKey(seed), gram=gram)
+
+
+def seeds_of(args) -> list[int]:
+    return [args.seed + k for k in range(args.seeds)]
+
+
+def held_out_f1(trees, y, g_fit, g_held, y_held, c_light, j, args) -> float:
+    """Held-out F1 of a cutting-plane model, averaged over the sampling seeds."""
+    return float(np.mean([f1_of(y_held, predict_cpa(fit_cpa(trees, y, g_fit, c_light, j, args,
+                                                            seed), g_held))
+                          for seed in seeds_of(args)]))
 
 
 def predict_cpa(res, k_rows):
@@ -74,19 +88,22 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
     rows = []
     t0 = time.perf_counter()
     # uSVM: C on the held-out part
-    scores = {c: f1_of(y_tr[held], predict_cpa(fit_cpa(fit_trees, y_tr[fit], g_fit, c, None,
-                                                       args), g_held)) for c in cs}
+    scores = {c: held_out_f1(fit_trees, y_tr[fit], g_fit, g_held, y_tr[held], c, None, args)
+              for c in cs}
     c_u = max(cs, key=lambda c: (scores[c], -c))
     # uSVM+j: j on the held-out part, at uSVM's C
-    j_scores = {j: f1_of(y_tr[held], predict_cpa(fit_cpa(fit_trees, y_tr[fit], g_fit, c_u, j,
-                                                         args), g_held)) for j in J_GRID}
+    j_scores = {j: held_out_f1(fit_trees, y_tr[fit], g_fit, g_held, y_tr[held], c_u, j, args)
+                for j in J_GRID}
     j_best = max(J_GRID, key=lambda j: (j_scores[j], -j))
+    # preds[model]: [seeds, n_test] (one row per sampling seed; KSVM is deterministic)
     preds, info = {}, {}
     for model, j in (("uSVM", None), ("uSVM+j", j_best)):
-        res = fit_cpa(tr_trees, y_tr, g_tr, c_u, j, args)
-        preds[model] = predict_cpa(res, g_te)
-        info[model] = {"C": c_u, "j": j, "support_vectors": res.model.n_support,
-                       "iterations": len(res.history), "converged": res.model.converged,
+        fits = [fit_cpa(tr_trees, y_tr, g_tr, c_u, j, args, seed) for seed in seeds_of(args)]
+        preds[model] = np.stack([predict_cpa(res, g_te) for res in fits])
+        info[model] = {"C": c_u, "j": j,
+                       "support_vectors": [res.model.n_support for res in fits],
+                       "iterations": [len(res.history) for res in fits],
+                       "converged": all(res.model.converged for res in fits),
                        "held_out_f1": scores[c_u] if j is None else j_scores[j]}
     # KSVM: C x j on the held-out part
     best, best_score = None, -1.0
@@ -97,19 +114,25 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
             if s > best_score:
                 best, best_score = (c, j), s
     m = ksvm(g_tr, y_tr, C=best[0], class_weight=(best[1], 1.0))
-    preds["KSVM"] = np.asarray(m.predict(g_te))
+    preds["KSVM"] = np.tile(np.asarray(m.predict(g_te)), (args.seeds, 1))
     info["KSVM"] = {"C": best[0], "j": best[1], "support_vectors": int(m.n_support),
                     "held_out_f1": best_score}
+    # Scores: the mean over the seeds' test predictions (and their spread); the significance
+    # test pairs the seeds' predictions of the same test question (pooled over the seeds).
+    pooled_y = np.tile(y_te, args.seeds)
     for model in ("uSVM", "uSVM+j", "KSVM"):
-        p, r, f = binary_prf(y_te, preds[model], positive=1)
-        row = {"model": model, "dataset": dataset, "class": name, "f1": f, "precision": p,
-               "recall": r, "positives_test": int((y_te > 0).sum()),
+        prf = np.array([binary_prf(y_te, pred, positive=1) for pred in preds[model]])
+        p, r, f = prf.mean(axis=0)
+        row = {"model": model, "dataset": dataset, "class": name, "f1": float(f),
+               "precision": float(p), "recall": float(r), "f1_std": float(prf[:, 2].std()),
+               "f1_runs": prf[:, 2].tolist(), "seeds": seeds_of(args),
+               "positives_test": int((y_te > 0).sum()),
                "ratio": float((y_tr < 0).sum() / max(1, (y_tr > 0).sum())), **info[model]}
         if model == "uSVM+j":
             for other in ("uSVM", "KSVM"):
                 row[f"p_value_vs_{other}"] = approximate_randomization(
-                    y_te, preds[model], preds[other], metric="f1", n_shuffles=10_000,
-                    seed=0)["p_value"]
+                    pooled_y, preds[model].ravel(), preds[other].ravel(), metric="f1",
+                    n_shuffles=10_000, seed=0)["p_value"]
         rows.append(row)
     line = " | ".join(f"{r['model']} F1 {100 * r['f1']:.1f} (P {100 * r['precision']:.1f} / "
                       f"R {100 * r['recall']:.1f})" for r in rows)
@@ -134,7 +157,10 @@ def main(argv=None) -> int:
                     "paper's C = 1; several are picked from on the held-out part)")
     ap.add_argument("--epsilon", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=500)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="first sampling seed")
+    ap.add_argument("--seeds", type=int, default=5,
+                    help="sampling seeds per cutting-plane model: held-out F1 (for C and j) "
+                         "and test scores are means over them (default 5)")
     ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
     args = ap.parse_args(argv)
     data_dir = Path(args.data_dir)
@@ -163,6 +189,7 @@ def main(argv=None) -> int:
     print_table(rows)
     out = write_result(args.out_dir, "imbalance", rows, argv,
                        settings={"sample": args.sample, "cs": args.cs, "j_grid": J_GRID,
+                                 "seeds": seeds_of(args),
                                  "epsilon": args.epsilon, "max_iter": args.max_iter,
                                  "kernel": "normalized SST, lam 0.4"})
     plot(rows, out.parent / "imbalance.png")
