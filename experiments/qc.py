@@ -7,10 +7,8 @@ and PTK (λ=μ=0.4). Rows:
   vectors (union over the classes) are the kernel evaluations a test question costs.
 - DCD: Nyström embeddings with 100…1,000 uniformly sampled landmarks (5 samplings each,
   mean ± std), one-vs-rest linear SVMs by dual coordinate descent (`jkern.svm.dcd_ovr`), C
-  picked the same way (the C grid trains as one vmapped program) with landmarks drawn from
-  the fit part only (held-out questions are never landmarks, as test questions are not),
-  then the model is trained on all of the training set with landmarks drawn from all of it.
-  Saving = 1 − landmarks / KSVM support vectors.
+  picked the same way (the C grid trains as one vmapped program). Saving = 1 − landmarks /
+  KSVM support vectors.
 The Gram matrices are computed once per kernel (through the forest engine); every landmark
 set is a column subset of them, so C = K(X, L) and W = K(L, L) are read off, not recomputed.
 
@@ -68,31 +66,17 @@ def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
     return model, best, scores
 
 
-def embed(name, trees, g_train, g_test, idx, m):
-    """Nyström features of the training rows and of `g_test`'s rows, landmarks `idx`: float32,
-    zero-padded to m columns."""
-    proj = jkern.projector_from_gram(KERNELS[name](), [trees[i] for i in idx],
-                                     g_train[np.ix_(idx, idx)])
-    x_train = np.asarray(proj.embed_columns(jnp.asarray(g_train[:, idx])))
-    x_test = (x_train[:0] if g_test is None
-              else np.asarray(proj.embed_columns(jnp.asarray(g_test[:, idx]))))
-    # the rank (components kept) varies between samplings: zero columns up to m keep one
-    # feature shape per landmark count (one compiled DCD program); they change neither the
-    # dual nor w on the real components
-    x_train, x_test = (np.pad(a, ((0, 0), (0, m - a.shape[1]))) for a in (x_train, x_test))
-    # the linear SVMs train in float32 (the embedding is float64): same accuracy in our
-    # checks, about 1.6x faster on a CPU
-    return x_train.astype(np.float32), x_test.astype(np.float32)
-
-
-def pick_dcd_c(x_fit, y_fit, x_held, y_held, key):
-    """C by held-out accuracy; the C grid trains as one program (vmap over C)."""
-    models = jax.vmap(lambda c: dcd_ovr(x_fit, y_fit, C=c, key=key))(jnp.asarray(DCD_C))
+def run_dcd(x_train, x_test, y_train, y_test, fit, held, key):
+    cs = jnp.asarray(DCD_C)
+    # the C grid as one program: vmap over C of the one-vs-rest fit
+    models = jax.vmap(lambda c: dcd_ovr(x_train[fit], y_train[fit], C=c, key=key))(cs)
     held_acc = []
     for i in range(len(DCD_C)):
         model_i = jax.tree_util.tree_map(lambda a, i=i: a[i], models)
-        held_acc.append(accuracy(y_held, model_i.predict(x_held)))
-    return DCD_C[int(np.argmax(held_acc))]
+        held_acc.append(accuracy(y_train[held], model_i.predict(x_train[held])))
+    best = DCD_C[int(np.argmax(held_acc))]
+    model = dcd_ovr(x_train, y_train, C=best, key=key)
+    return accuracy(y_test, model.predict(x_test)), best
 
 
 def main(argv=None) -> int:
@@ -132,23 +116,26 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             for s in range(args.samplings):
                 key = jax.random.PRNGKey(1000 * m + s)
-                dcd_key = jax.random.fold_in(key, 1)
-                # C is picked with landmarks drawn from the fit part only, so that held-out
-                # questions, like test questions, are never landmarks (a landmark's embedding
-                # is exact, which would make the held-out part easier than the test set).
-                idx_fit = fit[np.asarray(jkern.select_landmarks(jax.random.fold_in(key, 2),
-                                                                len(fit), m))]
-                x_sel, _ = embed(name, train.trees, g_train, None, idx_fit, m)
-                c = pick_dcd_c(x_sel[fit], y_train[fit], x_sel[held], y_train[held], dcd_key)
                 idx = jkern.select_landmarks(key, len(y_train), m)
-                x_train, x_test = embed(name, train.trees, g_train, g_test, idx, m)
+                proj = jkern.projector_from_gram(KERNELS[name](), [train.trees[i] for i in idx],
+                                                 g_train[np.ix_(idx, idx)])
+                x_train = np.asarray(proj.embed_columns(jnp.asarray(g_train[:, idx])))
+                x_test = np.asarray(proj.embed_columns(jnp.asarray(g_test[:, idx])))
+                # the rank (components kept) varies between samplings: zero columns up to m
+                # keep one feature shape per landmark count (one compiled DCD program); they
+                # change neither the dual nor w on the real components
+                x_train, x_test = (np.pad(a, ((0, 0), (0, m - a.shape[1])))
+                                   for a in (x_train, x_test))
+                # the linear SVMs train in float32 (the embedding is float64): same accuracy
+                # in our checks, about 1.6x faster on a CPU
+                x_train, x_test = x_train.astype(np.float32), x_test.astype(np.float32)
                 if args.save_features and s == 0:
                     feature_dir = Path(args.save_features)
                     feature_dir.mkdir(parents=True, exist_ok=True)
                     np.savez(feature_dir / f"qc_{name}_{m}.npz", X=x_train, y=y_train,
                              X_test=x_test, y_test=y_test)
-                model = dcd_ovr(x_train, y_train, C=c, key=dcd_key)
-                acc = accuracy(y_test, model.predict(x_test))
+                acc, c = run_dcd(x_train, x_test, y_train, y_test, fit, held,
+                                 jax.random.fold_in(key, 1))
                 accs.append(acc)
                 cs.append(c)
                 sample = np.random.default_rng(s).choice(len(y_train), 500, replace=False)
