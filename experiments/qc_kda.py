@@ -15,8 +15,7 @@ Rows:
 - KDA: Nyström layer + two hidden layers of width m + softmax (`jkern.kda`), Adam 1e-3,
   batches of 256, up to --epochs epochs, early stopping on the held-out part (the paper's
   development set) with --patience; dropout {0, 0.2, 0.4, 0.6} x λ {0, 1e-4} trained as one
-  vmapped grid per landmark set, the configuration of the best held-out accuracy kept (with
-  --refit it is then retrained on all the training questions for its best epoch count). With
+  vmapped grid per landmark set, the configuration of the best held-out accuracy kept. With
   --grid-samplings N only the first N samplings run the grid; later ones train the
   configuration picked most often (CPU time: the grid costs 8 fits).
 For 100…1,000 landmarks, 5 uniform landmark samplings each (the same samplings as qc.py):
@@ -97,18 +96,10 @@ def run_kda(c_train, c_test, h, y_train, y_test, fit, held, key, args, choice=No
     best_dev = np.nanmax(np.asarray(grid.dev_accuracy), axis=1)
     g = int(np.argmax(best_dev))
     model = kda.grid_member(grid, g).model
-    best_epoch = int(grid.best_epoch[g])
-    if args.refit:
-        # As KSVM and DCD are: the picked configuration retrained on all the training
-        # questions (fit + held-out), for the epochs early stopping picked.
-        fresh = kda.KDA.init(jax.random.split(k_init, len(dropout))[g], h, classes,
-                             dropout=dropout[g])
-        model = kda.fit(fresh, c_train, y_train, key=jax.random.split(k_fit, len(dropout))[g],
-                        l2=l2[g], epochs=best_epoch + 1, data_key=k_data).model
     acc = accuracy(y_test, np.asarray(model.predict(c_test)))
     config = {"choice": g if choice is None else choice,
               "dropout": float(dropout[g]), "l2": float(l2[g]),
-              "best_epoch": best_epoch, "held_out_accuracy": float(best_dev[g])}
+              "best_epoch": int(grid.best_epoch[g]), "held_out_accuracy": float(best_dev[g])}
     return acc, config, int(np.max(np.asarray(grid.n_epochs)))
 
 
@@ -124,10 +115,6 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.3, help="SPTK cosine threshold")
     ap.add_argument("--epochs", type=int, default=500)
     ap.add_argument("--patience", type=int, default=20)
-    ap.add_argument("--refit", action="store_true",
-                    help="retrain the picked KDA configuration on all training questions for "
-                         "its early-stopping epoch count (as KSVM and DCD are retrained on "
-                         "all of them); default: keep the model trained on the fit part")
     ap.add_argument("--models", default="DCD,KDA", help="Nyström rows to run")
     ap.add_argument("--grid-samplings", type=int, default=None,
                     help="run the KDA grid on the first N samplings of each landmark count "
@@ -226,7 +213,6 @@ def main(argv=None) -> int:
     out_dir = write_result(args.out_dir, "qc_kda", rows, argv, merged_from=merged,
                            settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
                                      "patience": args.patience, "batch_size": 256,
-                                     "refit": args.refit,
                                      "grid_samplings": args.grid_samplings,
                                      "sptk_similarity": args.sptk_similarity,
                                      "sptk_gamma": args.gamma,
