@@ -99,6 +99,9 @@ def main(argv=None) -> int:
     ap.add_argument("--run-budget", type=float, default=6e8,
                     help="run (and time) uSVM/SDAG when their counted Delta evaluations are "
                          "at most this; always run SDAG+ and forest")
+    ap.add_argument("--merge", default=None, metavar="JSON",
+                    help="carry over from an earlier dag_speedup.json the rows (and corpora) "
+                         "this run does not produce; its command is kept in `merged_from`")
     args = ap.parse_args(argv)
     data_dir = Path(args.data_dir)
 
@@ -158,8 +161,26 @@ def main(argv=None) -> int:
                       f"{len(ref.history)} iterations, {ref.model.n_support} SVs | "
                       + " | ".join(parts), flush=True)
 
+    merged = None
+    if args.merge:
+        import json
+
+        earlier = json.loads(Path(args.merge).read_text())
+        produced = {(r["dataset"], r["kernel"], r["sample"], r["model"]) for r in rows}
+        kept = [r for r in earlier["rows"]
+                if (r["dataset"], r["kernel"], r["sample"], r["model"]) not in produced]
+        loaded = {c["dataset"] for c in corpora}
+        corpora = [c for c in earlier.get("corpora", []) if c["dataset"] not in loaded] + corpora
+        order = {name: i for i, name in enumerate(MODELS.values())}
+        rows = sorted(kept + rows, key=lambda r: (r["dataset"], r["kernel"], r["sample"],
+                                                  order[r["model"]]))
+        merged = {"command": earlier["environment"]["command"],
+                  "date": earlier["environment"]["date"], "rows_kept": len(kept),
+                  "settings": earlier.get("settings"),
+                  "merged_from": earlier.get("merged_from")}
     print_table(rows)
     out = write_result(args.out_dir, "dag_speedup", rows, argv, corpora=corpora,
+                       merged_from=merged,
                        settings={"c_per_example": args.c_per_example, "epsilon": args.epsilon,
                                  "max_iter": args.max_iter, "seed": args.seed,
                                  "run_budget": args.run_budget, "lam": 0.4, "mu": 0.4})
