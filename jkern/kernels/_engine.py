@@ -385,7 +385,8 @@ class GramEngine:
             return self._block(row_trees, col_trees, params, self.dev)
         dev = self._forest_on(device)
         # The default device is thread-local: buffers and index arrays made here land on
-        # `device`, so every call of the block runs there.
+        # `device`, so every call of the block runs there. (Parameters already there are not
+        # copied again.)
         with jax.default_device(device):
             return self._block(row_trees, col_trees, jax.device_put(params, device), dev)
 
@@ -648,11 +649,14 @@ def compute_gram(
             raise ValueError("devices= shards concrete Gram blocks; under jit/grad/vmap the "
                              "blocks run in the tracing thread: leave devices unset there")
         threads = max(threads, len(devices))
+        # The parameters (SPTK's word vectors among them) go to each device once, not per block.
+        params_on = {d: jax.device_put(params, d) for d in devices}
 
     def run(b, s):
         e = min(s + block_size, n)
         device = None if devices is None else devices[b % len(devices)]
-        part = engine.block(rows[s:e], rows[s:] if symmetric else cols, params, device)
+        part = engine.block(rows[s:e], rows[s:] if symmetric else cols,
+                            params if device is None else params_on[device], device)
         if device is not None:
             part = jax.device_put(part, devices[0])
         return part if traced else part.block_until_ready()  # [e - s, n - s] or [e - s, m]
