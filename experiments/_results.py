@@ -31,6 +31,20 @@ def environment(argv: list[str] | None, **extra: Any) -> dict[str, Any]:
     }
 
 
+def carry_over(path: str | Path, rows: list[dict], key) -> tuple[list[dict], dict, dict]:
+    """The rows of an earlier result file (`path`) that this run did not produce (by `key(row)`),
+    the `merged_from` record of that file (its command, date, settings and own merges), and
+    the earlier file itself."""
+    earlier = json.loads(Path(path).read_text())
+    produced = {key(r) for r in rows}
+    kept = [r for r in earlier["rows"] if key(r) not in produced]
+    merged = {"command": earlier["environment"]["command"],
+              "date": earlier["environment"]["date"],
+              "settings": earlier.get("settings"),
+              "merged_from": earlier.get("merged_from")}
+    return kept, merged, earlier
+
+
 def write_result(out_dir: str | Path, name: str, rows: list[dict], argv: list[str] | None,
                  *, environment_extra: dict[str, Any] | None = None,
                  **sections: Any) -> Path:

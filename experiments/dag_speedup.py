@@ -37,7 +37,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
-from _results import pyplot, write_result  # noqa: E402
+from _results import carry_over, pyplot, write_result  # noqa: E402
 
 import jkern  # noqa: E402
 from jkern.data import load_stdlib_functions  # noqa: E402
@@ -175,21 +175,14 @@ def main(argv=None) -> int:
 
     merged = None
     if args.merge:
-        import json
-
-        earlier = json.loads(Path(args.merge).read_text())
-        produced = {(r["dataset"], r["kernel"], r["sample"], r["model"]) for r in rows}
-        kept = [r for r in earlier["rows"]
-                if (r["dataset"], r["kernel"], r["sample"], r["model"]) not in produced]
+        kept, merged, earlier = carry_over(
+            args.merge, rows, lambda r: (r["dataset"], r["kernel"], r["sample"], r["model"]))
         loaded = {c["dataset"] for c in corpora}
         corpora = [c for c in earlier.get("corpora", []) if c["dataset"] not in loaded] + corpora
         order = {name: i for i, name in enumerate(MODELS.values())}
         rows = sorted(kept + rows, key=lambda r: (r["dataset"], r["kernel"], r["sample"],
                                                   order[r["model"]]))
-        merged = {"command": earlier["environment"]["command"],
-                  "date": earlier["environment"]["date"], "rows_kept": len(kept),
-                  "settings": earlier.get("settings"),
-                  "merged_from": earlier.get("merged_from")}
+        merged["rows_kept"] = len(kept)
     print_table(rows)
     out = write_result(args.out_dir, "dag_speedup", rows, argv, corpora=corpora,
                        merged_from=merged,

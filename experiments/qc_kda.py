@@ -40,6 +40,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _results import (  # noqa: E402
     cached_grams,
+    carry_over,
     padded_projection,
     print_accuracy_table,
     pyplot,
@@ -192,23 +193,15 @@ def main(argv=None) -> int:
 
     merged = None
     if args.merge:
-        import json
-
-        earlier = json.loads(Path(args.merge).read_text())
-        produced = {(r["model"], r["kernel"], r["landmarks"]) for r in rows}
-        kept = [r for r in earlier["rows"]
-                if (r["model"], r["kernel"], r["landmarks"]) not in produced]
+        kept, merged, _ = carry_over(args.merge, rows,
+                                     lambda r: (r["model"], r["kernel"], r["landmarks"]))
         order = {(m, k): i for i, (m, k) in enumerate(
             [("KSVM", "ptk"), ("DCD", "ptk"), ("KDA", "ptk"),
              ("KSVM", "sptk"), ("DCD", "sptk"), ("KDA", "sptk")])}
         rows = sorted(kept + rows, key=lambda r: (r["kernel"] != "ptk", r["landmarks"] or 0,
                                                   order.get((r["model"], r["kernel"]), 9)))
-        merged = {"command": earlier["environment"]["command"],
-                  "date": earlier["environment"]["date"],
-                  "rows_kept": sorted({f"{r['model']} {r['kernel']} {r['landmarks']}"
-                                       for r in kept}),
-                  "settings": earlier.get("settings"),
-                  "merged_from": earlier.get("merged_from")}
+        merged["rows_kept"] = sorted({f"{r['model']} {r['kernel']} {r['landmarks']}"
+                                      for r in kept})
     print_accuracy_table(rows)
     out_dir = write_result(args.out_dir, "qc_kda", rows, argv, merged_from=merged,
                            settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
