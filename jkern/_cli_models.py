@@ -254,6 +254,10 @@ def configure_train(p: argparse.ArgumentParser) -> None:
     cpa.add_argument("--j", type=_positive_float, default=None,
                      help="uSVM+j: draw the sample by cost-proportionate rejection sampling, "
                           "positive examples J times as likely to be kept as negative ones")
+    cpa.add_argument("--c-light", type=_positive_float, default=None, metavar="C",
+                     help="SVM-light's C instead of --C: the 1-slack C becomes C times the "
+                          "number of trees, or with --j times the sum of the importance "
+                          "weights (the same problem as SVM-light's -c C -j J)")
     cpa.add_argument("--max-iter", type=_positive_int, default=500,
                      help="most cutting-plane iterations (default 500)")
     cpa.add_argument("--cpa-mode", choices=("forest", "sdag+", "sdag", "usvm"),
@@ -294,7 +298,8 @@ def _train_cpa(args, kernel, trees, labels):
     models, iterations = [], []
     for ci in targets:
         y = np.where(labels == classes[ci], 1, -1)
-        res = jkern.svm.cpa(kernel, trees, y, C=args.C, sample=args.sample,
+        c = args.C if args.c_light is None else jkern.svm.svm_light_C(args.c_light, y, j=args.j)
+        res = jkern.svm.cpa(kernel, trees, y, C=c, sample=args.sample,
                             epsilon=args.epsilon, j=args.j, max_iter=args.max_iter,
                             mode=args.cpa_mode, key=jax.random.PRNGKey(args.seed),
                             dtype=args.dtype, threads=args.threads, devices=devices)

@@ -56,8 +56,9 @@ def test_train_and_predict_ksvm(dat, tmp_path, capsys):
     assert f"accuracy {acc:.4f}" in err
 
 
-@pytest.mark.parametrize("extra", [[], ["--j", "3"], ["--devices", "1"]],
-                         ids=["usvm", "usvm+j", "devices"])
+@pytest.mark.parametrize("extra", [[], ["--j", "3"], ["--devices", "1"],
+                                   ["--j", "3", "--c-light", "0.5"]],
+                         ids=["usvm", "usvm+j", "devices", "c-light"])
 def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     model = tmp_path / "m.npz"
     assert main(["train", dat, "--algo", "cpa", "--kernel", "sst", "--normalize", "--C", "50",
@@ -69,8 +70,11 @@ def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
     trees = jkern.read_trees(dat)
     labels = np.array([int(line.split()[0]) for line in Path(dat).read_text().splitlines()])
-    ref = jkern.svm.cpa(jkern.Normalized(jkern.SST(0.4)), trees, labels, C=50.0, sample=20,
-                        j=3.0 if "--j" in extra else None, key=jax.random.PRNGKey(2))
+    j = 3.0 if "--j" in extra else None
+    # --c-light 0.5 with j = 3: the 1-slack C is 0.5 * (3 * positives + negatives)
+    c = 0.5 * (3 * np.sum(labels > 0) + np.sum(labels < 0)) if "--c-light" in extra else 50.0
+    ref = jkern.svm.cpa(jkern.Normalized(jkern.SST(0.4)), trees, labels, C=c, sample=20,
+                        j=j, key=jax.random.PRNGKey(2))
     f = np.asarray(ref.model.decision_function(trees))
     scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
     np.testing.assert_allclose(scores, np.stack([-f, f], axis=1), rtol=1e-9, atol=1e-12)

@@ -16,7 +16,14 @@ import pytest
 
 import jkern
 from jkern.data import load_trec
-from jkern.svm import cpa, delta_counts, draw_sample, importance_weights, solve_one_slack_dual
+from jkern.svm import (
+    cpa,
+    delta_counts,
+    draw_sample,
+    importance_weights,
+    solve_one_slack_dual,
+    svm_light_C,
+)
 from jkern.svm._qp import project_capped_simplex
 
 jax.config.update("jax_enable_x64", True)
@@ -241,14 +248,21 @@ def test_delta_counts_match_tree_by_tree_and_dag_matching(runs, trec):
     assert usvm > sdag_plus
 
 
-def test_exact_cpa_reaches_the_n_slack_optimum(trec):
-    # With r = n the 1-slack problem is the n-slack SVM (no bias) with C/n per example; the
-    # CPA's solution is epsilon-optimal: P(w) <= P* + C epsilon.
+@pytest.mark.parametrize("j", [None, 3.0])
+def test_exact_cpa_reaches_the_n_slack_optimum(trec, j):
+    # With r = n the 1-slack problem is the n-slack SVM (no bias) with C/n per example; with
+    # importance weights z (uSVM+j's j) it is SVM-light's -j problem, c_light z_i per example
+    # at C = c_light sum z (`svm_light_C`). The CPA's solution is epsilon-optimal:
+    # P(w) <= P* + C epsilon.
     scipy_optimize = pytest.importorskip("scipy.optimize")
     trees, y, _ = trec
     trees, y = trees[:120], y[:120]
-    n, c, eps = len(trees), 30.0, 1e-4
-    res = cpa(KERNEL, trees, y, C=c, sample=n, epsilon=eps, max_iter=200)
+    n, eps = len(trees), 1e-4
+    z = np.ones(n) if j is None else np.where(y > 0, j, 1.0)
+    c_light = 0.25
+    c = svm_light_C(c_light, y, j=j)
+    assert c == pytest.approx(c_light * z.sum())
+    res = cpa(KERNEL, trees, y, C=c, sample=n, epsilon=eps, max_iter=200, j=j)
     assert res.model.converged
     gram = np.asarray(jkern.gram(KERNEL, trees, dtype="float64"))
     q = gram * np.outer(y, y)
@@ -257,13 +271,13 @@ def test_exact_cpa_reaches_the_n_slack_optimum(trec):
         return 0.5 * a @ q @ a - a.sum(), q @ a - 1
 
     opt = scipy_optimize.minimize(dual, np.zeros(n), jac=True, method="L-BFGS-B",
-                                  bounds=[(0, c / n)] * n, options={"ftol": 1e-15, "gtol": 1e-12,
-                                                                    "maxiter": 10_000})
+                                  bounds=[(0, c_light * zi) for zi in z],
+                                  options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000})
     a = opt.x
 
     def primal(beta):
         f = gram @ beta
-        return 0.5 * beta @ gram @ beta + c / n * np.maximum(0, 1 - y * f).sum()
+        return 0.5 * beta @ gram @ beta + c_light * (z * np.maximum(0, 1 - y * f)).sum()
 
     p_star = primal(a * y)
     assert abs(p_star + opt.fun) <= 1e-6 * abs(p_star)  # L-BFGS-B's gap is tiny
@@ -299,6 +313,19 @@ def test_importance_sampling_raises_recall(trec):
     pos = y > 0
     recall = [np.mean(m.model.predict(trees)[pos] > 0) for m in (plain, weighted)]
     assert recall[1] > recall[0]
+
+
+def test_svm_light_c_conversion():
+    y = np.array([1, -1, -1, 1, -1])
+    assert svm_light_C(2.0, y) == 10.0
+    assert svm_light_C(2.0, y, j=3.0) == 2.0 * (3 + 1 + 1 + 3 + 1)
+    assert svm_light_C(1.0, y, importance=np.array([0.5, 1, 1, 0.5, 2])) == 5.0
+    with pytest.raises(ValueError, match="not both"):
+        svm_light_C(1.0, y, j=2.0, importance=np.ones(5))
+    with pytest.raises(ValueError, match="c_light"):
+        svm_light_C(0.0, y)
+    with pytest.raises(ValueError, match="shape"):
+        svm_light_C(1.0, y, importance=np.ones(4))
 
 
 @pytest.mark.parametrize("kwargs,match", [

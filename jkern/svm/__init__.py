@@ -16,5 +16,6 @@ from ._cpa import cpa as cpa
 from ._cpa import delta_counts as delta_counts
 from ._cpa import draw_sample as draw_sample
 from ._cpa import importance_weights as importance_weights
+from ._cpa import svm_light_C as svm_light_C
 from ._qp import QPResult as QPResult
 from ._qp import solve_one_slack_dual as solve_one_slack_dual

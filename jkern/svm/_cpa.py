@@ -141,7 +141,7 @@ class _Plane:
     """A cutting plane's gradient: g = sum_k weight_k phi(x_k) (its offset is in `offsets`)."""
 
     examples: np.ndarray  # distinct training indices
-    weights: np.ndarray  # multiplicity * y_k / r
+    weights: np.ndarray  # share_k * y_k (share: multiplicity / r, or z_k / sum z)
 
 
 class CPAIteration(NamedTuple):
@@ -281,6 +281,30 @@ def importance_weights(y: np.ndarray, j: float) -> np.ndarray:
     return np.where(np.asarray(y) > 0, float(j), 1.0)
 
 
+def svm_light_C(c_light: float, y: Any, *, j: float | None = None,
+                importance: Any = None) -> float:
+    """The 1-slack C of `cpa` that matches SVM-light's C (and its -j cost factor).
+
+    With importance weights z (j for positives, 1 for negatives, or given), the planes of
+    uSVM+j estimate the z-weighted mean loss sum_i z_i xi_i / sum_i z_i, so the 1-slack
+    problem at C = c_light * sum_i z_i is SVM-light's min ||w||^2/2 + c_light sum_i z_i xi_i
+    (no bias). Without weights sum_i z_i = n: C = n * c_light.
+    """
+    y = np.asarray(y)
+    if not c_light > 0:
+        raise ValueError(f"c_light must be > 0, got {c_light}")
+    if j is not None and importance is not None:
+        raise ValueError("give j or importance, not both")
+    if j is not None:
+        importance = importance_weights(y, j)
+    if importance is None:
+        return float(c_light) * len(y)
+    importance = np.asarray(importance, np.float64)
+    if importance.shape != y.shape:
+        raise ValueError(f"importance must have shape {y.shape}, got {importance.shape}")
+    return float(c_light) * float(importance.sum())
+
+
 def draw_sample(key: jax.Array, n: int, r: int, importance: np.ndarray | None) -> np.ndarray:
     """Training indices of one iteration's sample.
 
@@ -338,8 +362,10 @@ def cpa(
         kernel: a tree kernel or `Normalized(tree kernel)` (the paper normalizes).
         x: training trees (or `Example`s; the kernel's `tree_index` picks the tree).
         y: labels, +1 / -1.
-        C: the 1-slack SVM's C (the paper fixes it at 1).
-        sample: r, examples drawn per iteration (r >= n: all, the exact CPA).
+        C: the 1-slack SVM's C (`svm_light_C` converts SVM-light's C, with j).
+        sample: r, examples drawn per iteration (r >= n: all, the exact CPA; with
+            importance weights z, r >= n gives the exact weighted CPA: every example in
+            every plane with weight z_i / sum z, the expectation of a sampled plane).
         epsilon: stop when no cutting plane of the sample is violated by more than it.
         mode: "forest" (default), "sdag+", "sdag" or "usvm" (see the module docstring).
         j: uSVM+j: positives get importance j, negatives 1, and the sample is drawn by
@@ -408,10 +434,18 @@ def cpa(
     margins_kept: list | None = [] if keep_margins else None
     samples: list[np.ndarray] = []
     converged = False
+    exact_weighted = importance is not None and r >= n
+    if exact_weighted:
+        keep = np.flatnonzero(importance > 0)
+        share_all = importance[keep] / importance.sum()
     for it in range(max_iter):
         t_it = time.perf_counter()
-        idx = draw_sample(jax.random.fold_in(key, it), n, r, importance)
-        uniq, mult = np.unique(idx, return_counts=True)
+        if exact_weighted:  # every example, with its share of the weighted mean loss
+            uniq, mult, share = keep, np.ones(len(keep), np.int64), share_all
+        else:  # a sampled plane's share of example i: its draws / r
+            idx = draw_sample(jax.random.fold_in(key, it), n, r, importance)
+            uniq, mult = np.unique(idx, return_counts=True)
+            share = mult / r
         samples.append(uniq)
         # per_plane[i, j] = g_j . phi(x_i) for the sample's distinct examples.
         per_plane = _plane_products(blocks, planes, uniq)
@@ -420,8 +454,8 @@ def cpa(
         c = margin < 1  # the examples whose loss is positive form the new plane
         if margins_kept is not None:
             margins_kept.append(np.repeat(margin, mult))
-        d_new = float(np.sum(mult * c)) / r
-        wg_new = float(np.sum(mult * c * yf[uniq] * f)) / r
+        d_new = float(np.sum(share * c))
+        wg_new = float(np.sum(share * c * yf[uniq] * f))
         violation = d_new - wg_new
         deltas = blocks.work.take()
         if violation <= slack + epsilon:
@@ -433,7 +467,7 @@ def cpa(
                 callback(record)
             break
         members = uniq[c]
-        weights = mult[c] * yf[members] / r
+        weights = share[c] * yf[members]
         plane = _Plane(members, weights)
         t = len(planes)
         if t == cap:

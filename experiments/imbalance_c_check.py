@@ -1,0 +1,65 @@
+"""What the C conversion of uSVM+j changes: the kernel SVM at SVM-light's (C, j) and at the C
+that uSVM+j solves for when its 1-slack C is taken as n * C (docs/cpa.md, "C").
+
+uSVM+j's planes estimate the importance-weighted mean loss, so the 1-slack C = n * C_light
+gives SVM-light's problem at C_light * n / sum(z) (z = j for positives, 1 for negatives);
+`jkern.svm.svm_light_C` gives C_light * sum(z), the same problem. This prints the test F1 of
+the SMO kernel SVM (normalized SST, λ = 0.4, TREC one-vs-rest) at both C values, and of exact
+weighted cutting-plane runs (sample = n) at both conversions, which should track them.
+
+    python experiments/imbalance_c_check.py --cache-dir /tmp/qc_cache --class ENTY
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+from _results import cached_grams  # noqa: E402
+from imbalance import KERNEL, f1_of, predict_cpa  # noqa: E402
+
+from jkern.data import load_trec  # noqa: E402
+from jkern.svm import cpa, importance_weights, ksvm, svm_light_C  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--class", dest="cls", default="ENTY")
+    ap.add_argument("--C", type=float, default=1.0, help="SVM-light's C")
+    ap.add_argument("--j", type=float, default=3.0)
+    args = ap.parse_args(argv)
+    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
+    cache = Path(args.cache_dir) if args.cache_dir else None
+    g, g_test, _ = cached_grams(KERNEL, train.trees, test.trees, cache, "sst")
+    y = np.where(np.asarray(train.coarse) == args.cls, 1, -1)
+    y_test = np.where(np.asarray(test.coarse) == args.cls, 1, -1)
+    z = importance_weights(y, args.j)
+    c_implied = args.C * len(y) / z.sum()
+    print(f"{args.cls}: {int((y > 0).sum())} positives of {len(y)}, j = {args.j:g}, "
+          f"sum z = {z.sum():g}", flush=True)
+    for c in (args.C, c_implied):
+        m = ksvm(g, y, C=c, class_weight=(args.j, 1.0))
+        print(f"KSVM C = {c:.3f}, j = {args.j:g}: test F1 "
+              f"{100 * f1_of(y_test, np.asarray(m.predict(g_test))):.1f}", flush=True)
+    for name, c1 in (("svm_light_C (C_light * sum z)", svm_light_C(args.C, y, j=args.j)),
+                     ("n * C_light", args.C * len(y))):
+        res = cpa(KERNEL, train.trees, y, C=c1, sample=len(y), j=args.j, epsilon=1e-3,
+                  max_iter=1000, gram=g)
+        print(f"exact weighted CPA, 1-slack C = {name} = {c1:.1f}: test F1 "
+              f"{100 * f1_of(y_test, predict_cpa(res, g_test)):.1f} "
+              f"({len(res.history)} iterations, converged {res.model.converged})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
