@@ -290,19 +290,26 @@ def svm_light_C(c_light: float, y: Any, *, j: float | None = None,
     problem at C = c_light * sum_i z_i is SVM-light's min ||w||^2/2 + c_light sum_i z_i xi_i
     (no bias). Without weights sum_i z_i = n: C = n * c_light.
     """
-    y = np.asarray(y)
     if not c_light > 0:
         raise ValueError(f"c_light must be > 0, got {c_light}")
+    y = np.asarray(y)
+    importance = _importance(y, j, importance)
+    return float(c_light) * (len(y) if importance is None else float(importance.sum()))
+
+
+def _importance(y: np.ndarray, j: float | None, importance: Any) -> np.ndarray | None:
+    """The checked per-example importance weights from `j` or `importance` (None: neither)."""
     if j is not None and importance is not None:
         raise ValueError("give j or importance, not both")
     if j is not None:
-        importance = importance_weights(y, j)
+        return importance_weights(y, j)
     if importance is None:
-        return float(c_light) * len(y)
+        return None
     importance = np.asarray(importance, np.float64)
-    if importance.shape != y.shape:
-        raise ValueError(f"importance must have shape {y.shape}, got {importance.shape}")
-    return float(c_light) * float(importance.sum())
+    if importance.shape != y.shape or not np.all(np.isfinite(importance)) \
+            or np.any(importance < 0) or importance.max() <= 0:
+        raise ValueError(f"importance must be {len(y)} finite weights >= 0, not all 0")
+    return importance
 
 
 def draw_sample(key: jax.Array, n: int, r: int, importance: np.ndarray | None) -> np.ndarray:
@@ -396,8 +403,6 @@ def cpa(
         raise ValueError(f"C and epsilon must be > 0, got C={C}, epsilon={epsilon}")
     if int(sample) < 1:
         raise ValueError(f"sample must be >= 1, got {sample}")
-    if j is not None and importance is not None:
-        raise ValueError("give j or importance, not both")
     base, normalize = _split_kernel(kernel)
     trees = as_trees(x, base.tree_index)
     y = np.asarray(y)
@@ -408,13 +413,7 @@ def cpa(
         raise ValueError("labels must be +1 or -1")
     if n == 0:
         raise ValueError("no training trees")
-    if j is not None:
-        importance = importance_weights(y, j)
-    if importance is not None:
-        importance = np.asarray(importance, np.float64)
-        if importance.shape != (n,) or not np.all(np.isfinite(importance)) \
-                or np.any(importance < 0) or importance.max() <= 0:
-            raise ValueError("importance must be n finite weights >= 0, not all 0")
+    importance = _importance(y, j, importance)
     key = jax.random.PRNGKey(0) if key is None else key
     dt = resolve_dtype(dtype)
     t_start = time.perf_counter()
