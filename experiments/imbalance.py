@@ -30,6 +30,7 @@ question's predictions paired seed by seed (pooled over the seeds).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -151,14 +152,23 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
 KERNEL = jkern.Normalized(jkern.SST(0.4))
 
 
+@functools.lru_cache(maxsize=1)
+def trec_data(data_dir: str, cache_dir: str | None):
+    """TREC train/test and their SST Grams, loaded (or computed) once per process for all
+    six classes."""
+    train, test = load_trec(Path(data_dir), "train"), load_trec(Path(data_dir), "test")
+    cache = Path(cache_dir) if cache_dir else None
+    g_tr, g_te, _ = cached_grams(KERNEL, train.trees, test.trees, cache, "sst")
+    return train, test, g_tr, g_te
+
+
 def task_rows(args, task) -> list[dict]:
     """The rows of one task: ("trec", class) or ("srl", "boundary")."""
     dataset, name = task
     data_dir = Path(args.data_dir)
     cache = Path(args.cache_dir) if args.cache_dir else None
     if dataset == "trec":
-        train, test = load_trec(data_dir, "train"), load_trec(data_dir, "test")
-        g_tr, g_te, _ = cached_grams(KERNEL, train.trees, test.trees, cache, "sst")
+        train, test, g_tr, g_te = trec_data(args.data_dir, args.cache_dir)
         y_tr = np.where(np.asarray(train.coarse) == name, 1, -1)
         y_te = np.where(np.asarray(test.coarse) == name, 1, -1)
         return run_task("trec", name, train.trees, y_tr, test.trees, y_te, g_tr, g_te, args)
