@@ -88,6 +88,23 @@ def test_one_slack_dual_matches_active_set_enumeration(seed, c):
     assert float(res.gap) >= -1e-12 and float(res.alpha.sum()) <= c * (1 + 1e-12)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_one_slack_dual_backtracks_from_a_low_step_bound(seed):
+    # A first L far below G's largest eigenvalue (too long a step): the rejected steps raise
+    # it, and the solve still reaches the exact optimum.
+    rng = np.random.default_rng(10 + seed)
+    t = 5
+    g = rng.normal(size=(t, 8))
+    gram = g @ g.T
+    d = rng.uniform(0.2, 1.0, size=t)
+    want_a, want = _exact_one_slack(gram, d, 3.0)
+    top = float(np.linalg.eigvalsh(gram)[-1])
+    res = solve_one_slack_dual(jnp.asarray(gram), jnp.asarray(d), 3.0, jnp.ones(t, bool),
+                               None, 1e-13, 200_000, 1e-3 * top)
+    assert abs(float(res.dual) - want) <= 1e-9 * max(1, abs(want))
+    assert 1e-3 * top < float(res.lipschitz) <= 1.1 * top * (1 + 1e-9)
+
+
 def test_one_slack_dual_warm_start_reaches_the_same_optimum():
     rng = np.random.default_rng(7)
     g = rng.normal(size=(4, 6))
@@ -146,8 +163,11 @@ def test_modes_give_the_same_margins_model_and_decisions(runs, trec):
     f0 = np.asarray(base.model.decision_function(test, mode="usvm"))
     for mode, r in runs.items():
         assert len(r.history) == len(base.history), mode
+        # The modes' plane Gram matrices agree up to rounding, and each QP stops at a 1e-12
+        # relative duality gap; its rounding-sensitive steps (restarts, backtracking) may
+        # differ between modes, so margins agree to 1e-10, not bit for bit.
         for a, b in zip(r.margins, base.margins):
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
         assert r.model.support == base.model.support
         np.testing.assert_allclose(r.model.coef, base.model.coef, rtol=1e-9, atol=1e-12)
         for dmode in ("forest", "sdag+", "usvm"):
@@ -170,8 +190,8 @@ def test_precomputed_gram_gives_the_same_model(runs, trec):
               key=jax.random.PRNGKey(3), max_iter=40, gram=g)
     base = runs["forest"]
     assert res.delta_evals == 0 and len(res.history) == len(base.history)
-    for a, b in zip(res.margins, base.margins):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    for a, b in zip(res.margins, base.margins):  # 1e-10: see the modes test
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
     assert res.model.support == base.model.support
     np.testing.assert_allclose(res.model.coef, base.model.coef, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="gram must be"):

@@ -35,7 +35,8 @@ class QPResult(NamedTuple):
         primal: 1/2 alpha^T G alpha + C max(0, max_j (d_j - (G alpha)_j)): the primal
             objective of w = sum alpha_j g_j with its smallest feasible slack.
         gap: primal - dual (>= 0; 0 at the optimum).
-        iterations: gradient steps taken.
+        iterations: gradient steps taken (rejected trial steps included).
+        lipschitz: the curvature bound L of the last step (a warm start for the next solve).
     """
 
     alpha: Float[Array, " T"]
@@ -43,6 +44,7 @@ class QPResult(NamedTuple):
     primal: Float[Array, ""]
     gap: Float[Array, ""]
     iterations: Int[Array, ""]
+    lipschitz: Float[Array, ""]
 
 
 def project_capped_simplex(v: Float[Array, " T"], c: Float[Array, ""] | float,
@@ -80,6 +82,7 @@ def solve_one_slack_dual(
     alpha0: Float[Array, " T"] | None = None,
     tol: float | Float[Array, ""] = 1e-10,
     max_iter: int | Int[Array, ""] = 100_000,
+    lipschitz: Float[Array, ""] | float | None = None,
 ) -> QPResult:
     """Maximize d . alpha - 1/2 alpha^T G alpha over alpha >= 0, sum(alpha) <= C.
 
@@ -90,42 +93,66 @@ def solve_one_slack_dual(
         mask: `[T]` planes in use.
         alpha0: warm start (projected onto the feasible set first); zeros if None.
         tol: stop when primal - dual <= tol * max(1, |dual|).
-        max_iter: most gradient steps.
+        max_iter: most gradient steps (rejected trial steps included).
+        lipschitz: a first estimate of the step's curvature bound L (a previous solve's
+            `QPResult.lipschitz`: adding a plane never lowers the largest eigenvalue of G).
+            None: the largest eigenvalue of G, computed here (an O(T^3) eigensolve). Either
+            way a step whose curvature exceeds L is rejected and retried with a larger L
+            (backtracking), which keeps FISTA's convergence guarantee without the eigensolve.
     """
     dtype = gram.dtype
     both = mask[:, None] & mask[None, :]
     gram = jnp.where(both, gram, 0)
     offsets = jnp.where(mask, offsets, 0)
     c = jnp.asarray(c, dtype)
-    # Step 1/L, L = the largest eigenvalue of G (G is PSD; tiny floor for an all-zero G).
-    lipschitz = jnp.maximum(jnp.linalg.eigvalsh(gram)[-1], jnp.finfo(dtype).tiny)
-    step = 1.0 / lipschitz
+    tiny = jnp.finfo(dtype).tiny
+    if lipschitz is None:
+        # L = the largest eigenvalue of G (G is PSD; tiny floor for an all-zero G).
+        lipschitz = jnp.linalg.eigvalsh(gram)[-1]
+    lipschitz = jnp.maximum(jnp.asarray(lipschitz, dtype), tiny)
     start = jnp.zeros_like(offsets) if alpha0 is None else alpha0.astype(dtype)
     start = project_capped_simplex(start, c, mask)
 
-    def gap_of(alpha):
-        dual, primal = _objectives(alpha, gram, offsets, c, mask)
-        return primal - dual, dual
+    def objectives(alpha, g_alpha):
+        quad = 0.5 * alpha @ g_alpha
+        dual = offsets @ alpha - quad
+        slack = jnp.maximum(0, jnp.max(jnp.where(mask, offsets - g_alpha, -jnp.inf)))
+        return dual, quad + c * slack
 
     def cond(state):
-        alpha, _, _, it, gap, dual = state
+        it, gap, dual = state[-3:]
         return (it < max_iter) & (gap > tol * jnp.maximum(1.0, jnp.abs(dual)))
 
+    # One product with G per step: G y is kept alongside y, by linearity of the momentum.
     def body(state):
-        alpha, y, theta, it, _, _ = state
-        grad = offsets - gram @ y  # gradient of the (maximized) dual at y
-        new = project_capped_simplex(y + step * grad, c, mask)
+        alpha, g_alpha, y, g_y, theta, lip, it, gap, dual = state
+        grad = offsets - g_y  # gradient of the (maximized) dual at y
+        new = project_capped_simplex(y + grad / lip, c, mask)
+        g_new = gram @ new
+        step = new - y
+        curvature = step @ (g_new - g_y)
+        # The step is a valid 1/L step when its curvature along it is at most L
+        # (the sufficient-decrease condition of backtracking FISTA, exact for a quadratic).
+        accept = curvature <= lip * (step @ step) * (1 + 1e-9)
         theta_new = 0.5 * (1 + jnp.sqrt(1 + 4 * theta**2))
-        momentum = new + ((theta - 1) / theta_new) * (new - alpha)
+        beta = (theta - 1) / theta_new
         # Adaptive restart (O'Donoghue & Candes): drop the momentum when it points uphill.
         restart = jnp.dot(grad, new - alpha) < 0
-        y_new = jnp.where(restart, new, momentum)
+        y_new = jnp.where(restart, new, new + beta * (new - alpha))
+        g_y_new = jnp.where(restart, g_new, g_new + beta * (g_new - g_alpha))
         theta_new = jnp.where(restart, 1.0, theta_new)
-        gap, dual = gap_of(new)
-        return new, y_new, theta_new, it + 1, gap, dual
+        dual_new, primal_new = objectives(new, g_new)
+        # rejected: stay at y with L raised past the curvature seen (10% margin)
+        lip_up = 1.1 * curvature / jnp.maximum(step @ step, tiny)
+        keep = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
+        return (keep(new, alpha), keep(g_new, g_alpha), keep(y_new, y), keep(g_y_new, g_y),
+                keep(theta_new, theta), keep(lip, lip_up), it + 1,
+                keep(primal_new - dual_new, gap), keep(dual_new, dual))
 
-    gap0, dual0 = gap_of(start)
-    state = (start, start, jnp.asarray(1.0, dtype), jnp.asarray(0), gap0, dual0)
-    alpha, _, _, it, gap, dual = jax.lax.while_loop(cond, body, state)
+    g_start = gram @ start
+    dual0, primal0 = objectives(start, g_start)
+    state = (start, g_start, start, g_start, jnp.asarray(1.0, dtype), lipschitz,
+             jnp.asarray(0), primal0 - dual0, dual0)
+    alpha, _, _, _, _, lip, it, _, _ = jax.lax.while_loop(cond, body, state)
     dual, primal = _objectives(alpha, gram, offsets, c, mask)
-    return QPResult(alpha, dual, primal, primal - dual, it)
+    return QPResult(alpha, dual, primal, primal - dual, it, lip)
