@@ -251,6 +251,9 @@ def configure_train(p: argparse.ArgumentParser) -> None:
     cpa.add_argument("--epsilon", type=_positive_float, default=1e-3,
                      help="stop when no cutting plane is violated by more than this "
                           "(default 0.001)")
+    cpa.add_argument("--confirm", type=_positive_int, default=1, metavar="K",
+                     help="stop only when the --epsilon test passes on K consecutive samples "
+                          "(default 1, the paper's rule; sampled tests often pass early)")
     cpa.add_argument("--j", type=_positive_float, default=None,
                      help="uSVM+j: draw the sample by cost-proportionate rejection sampling, "
                           "positive examples J times as likely to be kept as negative ones")
@@ -300,7 +303,8 @@ def _train_cpa(args, kernel, trees, labels):
         y = np.where(labels == classes[ci], 1, -1)
         c = args.C if args.c_light is None else jkern.svm.svm_light_C(args.c_light, y, j=args.j)
         res = jkern.svm.cpa(kernel, trees, y, C=c, sample=args.sample,
-                            epsilon=args.epsilon, j=args.j, max_iter=args.max_iter,
+                            epsilon=args.epsilon, confirm=args.confirm, j=args.j,
+                            max_iter=args.max_iter,
                             mode=args.cpa_mode, key=jax.random.PRNGKey(args.seed),
                             dtype=args.dtype, threads=args.threads, devices=devices)
         models.append(res.model)

@@ -57,8 +57,8 @@ def test_train_and_predict_ksvm(dat, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra", [[], ["--j", "3"], ["--devices", "1"],
-                                   ["--j", "3", "--c-light", "0.5"]],
-                         ids=["usvm", "usvm+j", "devices", "c-light"])
+                                   ["--j", "3", "--c-light", "0.5"], ["--confirm", "3"]],
+                         ids=["usvm", "usvm+j", "devices", "c-light", "confirm"])
 def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     model = tmp_path / "m.npz"
     assert main(["train", dat, "--algo", "cpa", "--kernel", "sst", "--normalize", "--C", "50",
@@ -73,8 +73,9 @@ def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     j = 3.0 if "--j" in extra else None
     # --c-light 0.5 with j = 3: the 1-slack C is 0.5 * (3 * positives + negatives)
     c = 0.5 * (3 * np.sum(labels > 0) + np.sum(labels < 0)) if "--c-light" in extra else 50.0
+    confirm = 3 if "--confirm" in extra else 1
     ref = jkern.svm.cpa(jkern.Normalized(jkern.SST(0.4)), trees, labels, C=c, sample=20,
-                        j=j, key=jax.random.PRNGKey(2))
+                        j=j, confirm=confirm, key=jax.random.PRNGKey(2))
     f = np.asarray(ref.model.decision_function(trees))
     scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
     np.testing.assert_allclose(scores, np.stack([-f, f], axis=1), rtol=1e-9, atol=1e-12)

@@ -307,6 +307,47 @@ def test_exact_cpa_reaches_the_n_slack_optimum(trec, j):
     assert p_star - 1e-9 <= p_cpa <= p_star + c * eps
 
 
+def test_confirm_continues_the_same_run_until_k_consecutive_passes(trec):
+    # confirm=k replays the confirm=1 run (the samples depend on the iteration only) and goes
+    # on until the stopping test passes on k samples in a row; the planes of passing samples
+    # are kept. With sampled planes the longer run reaches a lower primal objective.
+    trees, y, _ = trec
+    g = np.asarray(jkern.gram(KERNEL, trees, dtype="float64"))
+    kw = dict(C=200.0, sample=30, epsilon=1e-3, key=jax.random.PRNGKey(1), max_iter=400,
+              gram=g, j=3.0)
+    once = cpa(KERNEL, trees, y, **kw)
+    thrice = cpa(KERNEL, trees, y, confirm=3, **kw)
+    assert once.model.converged and thrice.model.converged
+    stop = len(once.history) - 1  # the iteration where confirm=1 stopped
+    assert len(thrice.history) >= stop + 3
+    for a, b in zip(once.history[:stop], thrice.history[:stop]):
+        assert a.planes == b.planes and a.violation == pytest.approx(b.violation, abs=1e-9)
+
+    def passed(run, i):  # the stopping test of iteration i (xi: the slack before it)
+        h = run.history
+        return h[i].violation <= (h[i - 1].slack if i else 0.0) + 1e-3
+
+    assert passed(once, stop) and passed(thrice, stop)
+    last = len(thrice.history) - 1
+    assert all(passed(thrice, i) for i in (last - 2, last - 1, last))
+    # ... and not earlier: no three passes in a row before the last three
+    assert not any(passed(thrice, i) and passed(thrice, i + 1) and passed(thrice, i + 2)
+                   for i in range(last - 2))
+    z = np.where(y > 0, 3.0, 1.0)
+
+    def primal(res):
+        beta = np.zeros(len(y))
+        beta[list(res.model.support)] = np.asarray(res.model.coef)
+        f = g @ beta
+        return 0.5 * beta @ f + kw["C"] * (z @ np.maximum(0, 1 - y * f)) / z.sum()
+
+    assert primal(thrice) < primal(once)
+    # without sampling the test is deterministic: one pass is final
+    exact = dict(kw, sample=len(y))
+    assert len(cpa(KERNEL, trees, y, confirm=3, **exact).history) == len(
+        cpa(KERNEL, trees, y, **exact).history)
+
+
 def test_rejection_sampling_follows_importance_weights():
     y = np.where(np.arange(1100) < 100, 1, -1)  # 1:10
     z = importance_weights(y, 5.0)
@@ -352,6 +393,7 @@ def test_svm_light_c_conversion():
     ({"mode": "fast"}, "mode"),
     ({"C": 0.0}, "C and epsilon"),
     ({"sample": 0}, "sample"),
+    ({"confirm": 0}, "confirm"),
     ({"j": 2.0, "importance": np.ones(3)}, "not both"),
     ({"j": -1.0}, "j must be"),
 ])

@@ -9,6 +9,11 @@ w . phi(x_i) by kernel expansion, and adds the most violated cutting plane of th
 
 stopping when d_t - w . g_t <= xi + epsilon (xi: the slack of the current planes).
 
+With sampled planes that test is noisy and biased towards stopping early: xi is a maximum over
+planes that are each a sample mean, so it overestimates the loss of w, while the new sample's
+violation is an unbiased estimate of it. `confirm=k` stops only when the test passes on k
+consecutive samples (the planes of the passing samples are kept); k = 1 is the paper's rule.
+
 How the margins are computed is the `mode`; all modes compute the same numbers:
 - "usvm": kernel expansion, every cutting plane's trees against every sample tree, tree by
   tree (no node shared between trees): the Delta work of plain uSVM.
@@ -376,6 +381,7 @@ def cpa(
     C: float = 1.0,
     sample: int = 1000,
     epsilon: float = 1e-3,
+    confirm: int = 1,
     mode: str = "forest",
     j: float | None = None,
     importance: Any = None,
@@ -402,6 +408,9 @@ def cpa(
             importance weights z, r >= n gives the exact weighted CPA: every example in
             every plane with weight z_i / sum z, the expectation of a sampled plane).
         epsilon: stop when no cutting plane of the sample is violated by more than it.
+        confirm: stop when that holds on this many consecutive samples (1, the default, is
+            Algorithm 2's rule; with sampled planes a single pass is often premature, see the
+            module docstring). Without sampling (r >= n) one pass is final.
         mode: "forest" (default), "sdag+", "sdag" or "usvm" (see the module docstring).
         j: uSVM+j: positives get importance j, negatives 1, and the sample is drawn by
             cost-proportionate rejection sampling.
@@ -429,6 +438,8 @@ def cpa(
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if not C > 0 or not epsilon > 0:
         raise ValueError(f"C and epsilon must be > 0, got C={C}, epsilon={epsilon}")
+    if int(confirm) < 1:
+        raise ValueError(f"confirm must be >= 1, got {confirm}")
     if int(sample) < 1:
         raise ValueError(f"sample must be >= 1, got {sample}")
     base, normalize = _split_kernel(kernel)
@@ -467,6 +478,8 @@ def cpa(
     if exact_weighted:
         keep = np.flatnonzero(importance > 0)
         share_all = importance[keep] / importance.sum()
+    exact = r >= n  # every example in every plane: the test is deterministic
+    passes = 0  # consecutive samples that passed the stopping test
     for it in range(max_iter):
         t_it = time.perf_counter()
         if exact_weighted:  # every example, with its share of the weighted mean loss
@@ -489,7 +502,8 @@ def cpa(
         wg_new = float(np.sum(share * c * yf[uniq] * f))
         violation = d_new - wg_new
         deltas = blocks.work.take()
-        if violation <= slack + epsilon:
+        passes = passes + 1 if violation <= slack + epsilon else 0
+        if passes >= (1 if exact else int(confirm)):
             converged = True
             record = CPAIteration(len(planes), violation, slack, dual, deltas,
                                   time.perf_counter() - t_it)
