@@ -17,7 +17,8 @@ the training set, by F1, then the model is retrained on all of it):
 - KSVM: the C-SVM on the full Gram matrix (SMO, `jkern.svm.ksvm`), C from --cs and the
   positive-class weight j (LIBSVM's -w, SVM-light's -j) picked from the same j grid.
 The cutting-plane runs stop when the epsilon test passes on --confirm consecutive samples
-(default 3): a single pass of a 100-example sample is often premature (`cpa`'s `confirm`).
+(default 1, Algorithm 2's rule; a single pass of a 100-example sample is often premature, see
+`cpa`'s `confirm` and experiments/cpa_stopping.py).
 The cutting-plane runs read their margins off the cached Gram matrix (`cpa(gram=...)`: the
 same model as computing them, which dag_speedup.py times). A cutting-plane model depends on
 its samples, so every uSVM/uSVM+j figure is over --seeds sampling seeds: the held-out F1
@@ -194,10 +195,10 @@ def main(argv=None) -> int:
                     "paper's C = 1; several are picked from on the held-out part)")
     ap.add_argument("--epsilon", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=500)
-    ap.add_argument("--confirm", type=int, default=3,
+    ap.add_argument("--confirm", type=int, default=1,
                     help="stop a cutting-plane run when the epsilon test passes on this many "
-                         "consecutive samples (default 3; 1 is the paper's rule, which with "
-                         "r = 100 stops far from the optimum: docs/cpa.md)")
+                         "consecutive samples (default 1, the paper's rule, which with "
+                         "r = 100 stops well short of the optimum: docs/cpa.md)")
     ap.add_argument("--seed", type=int, default=0, help="first sampling seed")
     ap.add_argument("--seeds", type=int, default=5,
                     help="sampling seeds per cutting-plane model: held-out F1 (for C and j) "
