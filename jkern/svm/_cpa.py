@@ -474,11 +474,11 @@ def cpa(
     converged = False
     lipschitz = None  # the first solve computes G's largest eigenvalue
     gram_planes = _GramPlanes(blocks) if isinstance(blocks, _GramBlocks) else None
-    exact_weighted = importance is not None and r >= n
+    exact = r >= n  # every example in every plane: the stopping test is deterministic
+    exact_weighted = importance is not None and exact
     if exact_weighted:
         keep = np.flatnonzero(importance > 0)
         share_all = importance[keep] / importance.sum()
-    exact = r >= n  # every example in every plane: the test is deterministic
     passes = 0  # consecutive samples that passed the stopping test
     for it in range(max_iter):
         t_it = time.perf_counter()

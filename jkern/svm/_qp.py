@@ -64,8 +64,8 @@ def project_capped_simplex(v: Float[Array, " T"], c: Float[Array, ""] | float,
     return jnp.where(mask, out, 0)
 
 
-def _objectives(alpha, gram, offsets, c, mask):
-    g_alpha = gram @ alpha
+def _objectives(alpha, g_alpha, offsets, c, mask):
+    """Dual and primal objectives of `alpha`, given G alpha."""
     quad = 0.5 * alpha @ g_alpha
     dual = offsets @ alpha - quad
     slack = jnp.maximum(0, jnp.max(jnp.where(mask, offsets - g_alpha, -jnp.inf)))
@@ -113,12 +113,6 @@ def solve_one_slack_dual(
     start = jnp.zeros_like(offsets) if alpha0 is None else alpha0.astype(dtype)
     start = project_capped_simplex(start, c, mask)
 
-    def objectives(alpha, g_alpha):
-        quad = 0.5 * alpha @ g_alpha
-        dual = offsets @ alpha - quad
-        slack = jnp.maximum(0, jnp.max(jnp.where(mask, offsets - g_alpha, -jnp.inf)))
-        return dual, quad + c * slack
-
     def cond(state):
         it, gap, dual = state[-3:]
         return (it < max_iter) & (gap > tol * jnp.maximum(1.0, jnp.abs(dual)))
@@ -141,7 +135,7 @@ def solve_one_slack_dual(
         y_new = jnp.where(restart, new, new + beta * (new - alpha))
         g_y_new = jnp.where(restart, g_new, g_new + beta * (g_new - g_alpha))
         theta_new = jnp.where(restart, 1.0, theta_new)
-        dual_new, primal_new = objectives(new, g_new)
+        dual_new, primal_new = _objectives(new, g_new, offsets, c, mask)
         # rejected: stay at y with L raised past the curvature seen (10% margin)
         lip_up = 1.1 * curvature / jnp.maximum(step @ step, tiny)
         keep = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
@@ -150,9 +144,9 @@ def solve_one_slack_dual(
                 keep(primal_new - dual_new, gap), keep(dual_new, dual))
 
     g_start = gram @ start
-    dual0, primal0 = objectives(start, g_start)
+    dual0, primal0 = _objectives(start, g_start, offsets, c, mask)
     state = (start, g_start, start, g_start, jnp.asarray(1.0, dtype), lipschitz,
              jnp.asarray(0), primal0 - dual0, dual0)
     alpha, _, _, _, _, lip, it, _, _ = jax.lax.while_loop(cond, body, state)
-    dual, primal = _objectives(alpha, gram, offsets, c, mask)
+    dual, primal = _objectives(alpha, gram @ alpha, offsets, c, mask)
     return QPResult(alpha, dual, primal, primal - dual, it, lip)
