@@ -24,10 +24,8 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
-from _results import cached_grams  # noqa: E402
-from imbalance import KERNEL, f1_of, predict_cpa  # noqa: E402
+from imbalance import KERNEL, f1_of, predict_cpa, trec_data  # noqa: E402
 
-from jkern.data import load_trec  # noqa: E402
 from jkern.svm import cpa, importance_weights, svm_light_C  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,9 +53,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epsilon", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=2000)
     args = ap.parse_args(argv)
-    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
-    cache = Path(args.cache_dir) if args.cache_dir else None
-    g, g_test, _ = cached_grams(KERNEL, train.trees, test.trees, cache, "sst")
+    train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
     y = np.where(np.asarray(train.coarse) == args.cls, 1, -1)
     y_test = np.where(np.asarray(test.coarse) == args.cls, 1, -1)
     z = importance_weights(y, args.j)
