@@ -17,7 +17,8 @@ Rows:
   development set) with --patience; dropout {0, 0.2, 0.4, 0.6} x λ {0, 1e-4} trained as one
   vmapped grid per landmark set, the configuration of the best held-out accuracy kept. With
   --grid-samplings N only the first N samplings run the grid; later ones train the
-  configuration picked most often (CPU time: the grid costs 8 fits).
+  configuration picked most often (CPU time: the grid costs 8 fits). --train-nystrom trains
+  the Nyström layer with the rest (the paper keeps it frozen, the default).
 For 100…1,000 landmarks, 5 uniform landmark samplings each (the same samplings as qc.py):
 accuracy mean ± std and saving = 1 − landmarks / KSVM support vectors.
 
@@ -90,7 +91,8 @@ def run_kda(c_train, c_test, h, y_train, y_test, fit, held, key, args, choice=No
     classes = tuple(sorted(set(y_train.tolist())))
     dropout, l2 = grid_configs(choice)
     k_init, k_fit, k_data = jax.random.split(key, 3)
-    models = kda.init_grid(k_init, h, classes, dropout=dropout)
+    models = kda.init_grid(k_init, h, classes, dropout=dropout,
+                           train_nystrom=args.train_nystrom)
     grid = kda.fit_grid(models, c_train[fit], y_train[fit], c_train[held], y_train[held],
                         keys=jax.random.split(k_fit, len(dropout)), l2=l2, data_key=k_data,
                         epochs=args.epochs, patience=args.patience)
@@ -117,6 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=500)
     ap.add_argument("--patience", type=int, default=20)
     ap.add_argument("--models", default="DCD,KDA", help="Nyström rows to run")
+    ap.add_argument("--train-nystrom", action="store_true",
+                    help="train the KDA's Nyström layer with the rest (default frozen)")
     ap.add_argument("--grid-samplings", type=int, default=None,
                     help="run the KDA grid on the first N samplings of each landmark count "
                          "only; later samplings train the configuration those picked most "
@@ -206,6 +210,7 @@ def main(argv=None) -> int:
     out_dir = write_result(args.out_dir, "qc_kda", rows, argv, merged_from=merged,
                            settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
                                      "patience": args.patience, "batch_size": 256,
+                                     "train_nystrom": args.train_nystrom,
                                      "grid_samplings": args.grid_samplings,
                                      "sptk_similarity": args.sptk_similarity,
                                      "sptk_gamma": args.gamma,
