@@ -18,7 +18,8 @@ Rows:
   vmapped grid per landmark set, the configuration of the best held-out accuracy kept. With
   --grid-samplings N only the first N samplings run the grid; later ones train the
   configuration picked most often (CPU time: the grid costs 8 fits). --train-nystrom trains
-  the Nyström layer with the rest (the paper keeps it frozen, the default).
+  the Nyström layer with the rest (the paper keeps it frozen, the default); --standardize
+  rescales it to unit-variance embedding dimensions (probes, see docs/results.md).
 For 100…1,000 landmarks, 5 uniform landmark samplings each (the same samplings as qc.py):
 accuracy mean ± std and saving = 1 − landmarks / KSVM support vectors.
 
@@ -119,6 +120,9 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=500)
     ap.add_argument("--patience", type=int, default=20)
     ap.add_argument("--models", default="DCD,KDA", help="Nyström rows to run")
+    ap.add_argument("--standardize", action="store_true",
+                    help="scale the KDA's Nyström layer so every embedding dimension has unit "
+                         "variance on the fit part (default: H = U S^-1/2, the paper's)")
     ap.add_argument("--train-nystrom", action="store_true",
                     help="train the KDA's Nyström layer with the rest (default frozen)")
     ap.add_argument("--grid-samplings", type=int, default=None,
@@ -178,7 +182,10 @@ def main(argv=None) -> int:
                     if args.grid_samplings is not None and s >= args.grid_samplings:
                         picked = [d["choice"] for d in details["KDA"]]
                         choice = max(set(picked), key=lambda g: (picked.count(g), -g))
-                    acc, config, n_epochs = run_kda(c_train, c_test, h.astype(np.float32),
+                    h_kda = h.astype(np.float32)
+                    if args.standardize:  # unit variance per embedding dimension (fit part)
+                        h_kda = h_kda / np.maximum((c_train[fit] @ h_kda).std(axis=0), 1e-12)
+                    acc, config, n_epochs = run_kda(c_train, c_test, h_kda,
                                                     y_train, y_test, fit, held,
                                                     jax.random.fold_in(key, 2), args, choice)
                     runs["KDA"].append(acc)
@@ -211,6 +218,7 @@ def main(argv=None) -> int:
                            settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
                                      "patience": args.patience, "batch_size": 256,
                                      "train_nystrom": args.train_nystrom,
+                                     "standardize": args.standardize,
                                      "grid_samplings": args.grid_samplings,
                                      "sptk_similarity": args.sptk_similarity,
                                      "sptk_gamma": args.gamma,
