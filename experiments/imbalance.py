@@ -165,6 +165,12 @@ def trec_data(data_dir: str, cache_dir: str | None):
     return train, test, g_tr, g_te
 
 
+def one_vs_rest(train, test, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """+1 / -1 labels of TREC class `name` against the rest, for the training and test sets."""
+    return (np.where(np.asarray(train.coarse) == name, 1, -1),
+            np.where(np.asarray(test.coarse) == name, 1, -1))
+
+
 def task_rows(args, task) -> list[dict]:
     """The rows of one task: ("trec", class) or ("srl", "boundary")."""
     dataset, name = task
@@ -172,8 +178,7 @@ def task_rows(args, task) -> list[dict]:
     cache = Path(args.cache_dir) if args.cache_dir else None
     if dataset == "trec":
         train, test, g_tr, g_te = trec_data(args.data_dir, args.cache_dir)
-        y_tr = np.where(np.asarray(train.coarse) == name, 1, -1)
-        y_te = np.where(np.asarray(test.coarse) == name, 1, -1)
+        y_tr, y_te = one_vs_rest(train, test, name)
         return run_task("trec", name, train.trees, y_tr, test.trees, y_te, g_tr, g_te, args)
     examples = read_examples(data_dir / "srl" / "boundary_5000.dat")
     trees = [e.trees[0] for e in examples]

@@ -21,7 +21,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
-from imbalance import KERNEL, f1_of, predict_cpa, trec_data  # noqa: E402
+from imbalance import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data  # noqa: E402
 
 from jkern.svm import cpa, importance_weights, ksvm, svm_light_C  # noqa: E402
 
@@ -37,8 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("--j", type=float, default=3.0)
     args = ap.parse_args(argv)
     train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
-    y = np.where(np.asarray(train.coarse) == args.cls, 1, -1)
-    y_test = np.where(np.asarray(test.coarse) == args.cls, 1, -1)
+    y, y_test = one_vs_rest(train, test, args.cls)
     z = importance_weights(y, args.j)
     c_implied = args.C * len(y) / z.sum()
     print(f"{args.cls}: {int((y > 0).sum())} positives of {len(y)}, j = {args.j:g}, "

@@ -26,7 +26,15 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
-from imbalance import J_GRID, f1_of, fit_cpa, held_out_f1, predict_cpa, trec_data  # noqa: E402
+from imbalance import (  # noqa: E402
+    J_GRID,
+    f1_of,
+    fit_cpa,
+    held_out_f1,
+    one_vs_rest,
+    predict_cpa,
+    trec_data,
+)
 from qc import held_out_split  # noqa: E402
 
 from jkern.svm import ksvm  # noqa: E402
@@ -51,8 +59,7 @@ def main(argv=None) -> int:
     train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
     seeds = [args.seed + k for k in range(args.seeds)]
     for cls in args.classes.split(","):
-        y = np.where(np.asarray(train.coarse) == cls, 1, -1)
-        y_test = np.where(np.asarray(test.coarse) == cls, 1, -1)
+        y, y_test = one_vs_rest(train, test, cls)
         fit, held = held_out_split(y, 0.2, seed=0)
         fit_trees = [train.trees[i] for i in fit]
         g_fit, g_held = g[np.ix_(fit, fit)], g[np.ix_(held, fit)]
