@@ -200,20 +200,29 @@ def _format_tsv(matrix: Any) -> str:
 
 
 def write_matrix(path: Path, matrix: Any) -> None:
-    """Write `matrix` as `.npy` or `.tsv`, atomically (temp file, then `os.replace`).
+    """Write `matrix` as `.npy` or `.tsv`, atomically (see `write_atomic`).
 
     TSV values round-trip exactly: 17 significant digits for float64, 9 for float32.
     """
+    import io
+
     import numpy as np
 
-    suffix = path.suffix.lower()
+    if path.suffix.lower() == ".npy":
+        buffer = io.BytesIO()
+        np.save(buffer, matrix, allow_pickle=False)
+        write_atomic(path, buffer.getvalue())
+    else:
+        write_atomic(path, _format_tsv(matrix).encode("ascii"))
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same folder and `os.replace`,
+    so a failed write leaves no partial file behind."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            if suffix == ".npy":
-                np.save(f, matrix, allow_pickle=False)
-            else:
-                f.write(_format_tsv(matrix).encode("ascii"))
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)
@@ -430,9 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"jkern {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    from ._cli_models import COMMANDS
+    from ._cli_convert import COMMANDS as CONVERT
+    from ._cli_models import COMMANDS as MODELS
 
-    for name, (summary, configure, run) in {**_COMMANDS, **COMMANDS}.items():
+    for name, (summary, configure, run) in {**_COMMANDS, **MODELS, **CONVERT}.items():
         p = sub.add_parser(name, help=summary, description=summary)
         configure(p)
         p.set_defaults(_run=run)

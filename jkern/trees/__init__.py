@@ -6,6 +6,7 @@ from ._conllu import loct as loct
 from ._conllu import read_conllu as read_conllu
 from ._conllu import Token as Token
 from ._errors import TreeParseError as TreeParseError
+from ._heads import head_dependencies as head_dependencies
 from ._io import read_examples_any as read_examples_any
 from ._io import read_trees as read_trees
 from ._penn import iter_penn as iter_penn

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from ._errors import TreeParseError
 from ._penn import iter_penn, parse_penn, read_lines
-from ._svmlight import Example, parse_svmlight_line
+from ._svmlight import Example, format_svmlight_line, parse_svmlight_line
 from ._tree import Tree
 
 _SVMLIGHT_MARKERS = ("|BT|", "|ET|", "|BV|", "|EV|")
@@ -109,3 +109,48 @@ def read_examples_any(path: str | os.PathLike[str]) -> list[Example]:
         return [example for _, example in _svmlight_examples(lines, source)]
     pairs = _tsv_trees(lines, source) if kind == "tsv" else iter_penn(lines, source=source)
     return [Example(0.0, (tree,), ()) for _, tree in pairs]
+
+
+def rewrite_trees(path: str | os.PathLike[str], transform: Callable[[Tree], Tree]) -> str:
+    """The text of a tree file with every tree replaced by `transform(tree)`, same format.
+
+    - TSV (header with a `tree` column): every other column and the header are kept;
+    - SVM-Light-TK: every tree of every example, labels and vectors kept (comment lines are
+      dropped; numbers are rewritten in Python's shortest form);
+    - Penn brackets: one tree per line (trees written over several lines become one line).
+
+    Args:
+        path: The file (any format `read_trees` accepts).
+        transform: Called on each tree; its result must be a `Tree`.
+
+    Returns:
+        The new file's text, ending in a newline.
+
+    Raises:
+        TreeParseError: malformed input, located as `path:line:column`.
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qc.tsv"
+    >>> _ = p.write_text("coarse\\ttree\\nHUM\\t(S (WP Who)(VP (VBD won)))\\n")
+    >>> from jkern.trees import head_dependencies, loct
+    >>> rewrite_trees(p, lambda t: loct(head_dependencies(t))).splitlines()[1]
+    'HUM\\t(won::v who::pron)'
+    """
+    source = str(path)
+    lines = read_lines(path)
+    kind = _format(lines)
+    if kind == "tsv":
+        out = [lines[0]]
+        column = lines[0].split("\t").index("tree")
+        rows = (text for text in lines[1:] if text.strip())
+        for text, (_, tree) in zip(rows, _tsv_trees(lines, source)):
+            fields = text.split("\t")
+            fields[column] = transform(tree).to_penn()
+            out.append("\t".join(fields))
+    elif kind == "penn":
+        out = [transform(tree).to_penn() for _, tree in iter_penn(lines, source=source)]
+    else:
+        out = [format_svmlight_line(Example(e.label, tuple(transform(t) for t in e.trees),
+                                            e.vectors))
+               for _, e in _svmlight_examples(lines, source)]
+    return "".join(f"{text}\n" for text in out)

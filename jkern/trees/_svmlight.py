@@ -170,3 +170,21 @@ def read_examples(path: str | os.PathLike[str]) -> list[Example]:
         for number, text in enumerate(read_lines(path), 1)
         if text.strip() and not text.lstrip().startswith("#")
     ]
+
+
+def format_svmlight_line(example: Example) -> str:
+    """The SVM-Light-TK line of an example (the inverse of `parse_svmlight_line`).
+
+    >>> line = "+1 |BT| (A b) |BT| (C d) |ET| 1:0.5 2:1 |BV| 7:2 |EV|"
+    >>> format_svmlight_line(parse_svmlight_line(line))
+    '1 |BT| (A b) |BT| (C d) |ET| 1:0.5 2:1.0 |BV| 7:2.0 |EV|'
+    """
+    parts = [format(example.label, "g")]
+    if example.trees:
+        parts.extend(f"|BT| {t.to_penn()}" for t in example.trees)
+        parts.append("|ET|")
+    if example.vectors:
+        parts.append(" |BV| ".join(" ".join(f"{i}:{v!r}" for i, v in vector)
+                                   for vector in example.vectors))
+        parts.append("|EV|")
+    return " ".join(parts)

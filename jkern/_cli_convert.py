@@ -1,0 +1,86 @@
+"""`jkern convert`: reshape the trees of a file (constituency parses to the dependency shapes
+of Croce et al. 2011, or words marked with their PoS), keeping the file's format and its other
+columns, so every other command runs on the result (see docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .cli import EXIT_COMPUTE, EXIT_OK, EXIT_USAGE, CLIError, _os_message, write_atomic
+
+SHAPES = ("grct", "lct", "loct", "pos-leaves")
+
+
+def configure_convert(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trees", metavar="TREES",
+                   help="constituency parses: Penn lines, a TSV with a 'tree' column, or "
+                        "SVM-Light-TK lines (every tree of each example is converted)")
+    p.add_argument("--shape", required=True, choices=SHAPES,
+                   help="grct / lct / loct: the dependency tree shapes of the parses' head-rule "
+                        "dependency parses; pos-leaves: words relabelled word::TAG "
+                        "(lowercased), for SPTK on constituency parses")
+    p.add_argument("--syntactic-heads", action="store_true",
+                   help="Collins' syntactic heads (auxiliaries and copulas head their "
+                        "phrase); default: semantic heads, as in Universal Dependencies")
+    p.add_argument("--out", "-o", required=True, metavar="FILE",
+                   help="the converted file (same format as TREES)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+
+
+def _transform(shape: str, semantic: bool):
+    from jkern.trees import grct, head_dependencies, lct, loct, pos_leaves
+
+    if shape == "pos-leaves":
+        return lambda tree: pos_leaves(tree, lowercase=True)
+    build = {"grct": grct, "lct": lct, "loct": loct}[shape]
+
+    def convert(tree):
+        if len(tree) == 1:  # a bare word has no head structure: a one-word sentence
+            tree = type(tree)(("X", tree.labels[0]), ((1,), ()))
+        return build(head_dependencies(tree, semantic=semantic))
+
+    return convert
+
+
+def run_convert(args) -> int:
+    t0 = time.perf_counter()
+    from jkern.trees import TreeParseError
+    from jkern.trees._io import rewrite_trees
+
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise CLIError(f"--out {args.out}: directory {str(out.parent)!r} does not exist")
+    if out.is_dir():
+        raise CLIError(f"--out {args.out}: is a directory")
+    transform = _transform(args.shape, not args.syntactic_heads)
+    converted = []
+
+    def counted(tree):
+        converted.append(None)
+        return transform(tree)
+
+    try:
+        text = rewrite_trees(args.trees, counted)
+    except TreeParseError as err:
+        raise CLIError(str(err), EXIT_USAGE) from err
+    except OSError as err:
+        raise CLIError(_os_message(err), EXIT_USAGE) from err
+    if not converted:
+        raise CLIError(f"{args.trees}: no trees in file")
+    try:
+        write_atomic(out, text.encode("utf-8"))
+    except OSError as err:
+        raise CLIError(_os_message(err), EXIT_COMPUTE) from err
+    if not args.quiet:
+        print(f"jkern: convert {args.shape}: {len(converted)} trees -> {args.out} in "
+              f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {
+    "convert": ("convert the trees of a file to another shape (GRCT, LCT, LOCT, PoS-marked "
+                "words)", configure_convert, run_convert),
+}
