@@ -56,6 +56,17 @@ def held_out_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.n
     return np.sort(np.concatenate(fit)), np.sort(np.concatenate(held))
 
 
+def qc_data(args):
+    """TREC train/test, their coarse labels, the stratified 20% held-out split of the training
+    indices (seed 0: the split every QC experiment picks its hyperparameters on) and the Gram
+    cache folder (None without --cache-dir)."""
+    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
+    y_train, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
+    fit, held = held_out_split(y_train, 0.2, seed=0)
+    cache = Path(args.cache_dir) if args.cache_dir else None
+    return train, test, y_train, y_test, fit, held, cache
+
+
 def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
     scores = {}
     for c in KSVM_C:
@@ -93,10 +104,7 @@ def main(argv=None) -> int:
                          "bench_linear.py --features)")
     args = ap.parse_args(argv)
 
-    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
-    y_train, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
-    fit, held = held_out_split(y_train, 0.2, seed=0)
-    cache = Path(args.cache_dir) if args.cache_dir else None
+    train, test, y_train, y_test, fit, held, cache = qc_data(args)
     rows = []
     for name in args.kernels.split(","):
         g_train, g_test, gram_seconds = cached_grams(KERNELS[name](), train.trees, test.trees,

@@ -9,6 +9,8 @@ TREC/UIUC coarse classes (6), 5,401 training parses, 500 test parses. Kernels:
   definite, so the Gram matrix is PSD; γ = 3 was picked on a 2,000 / 500 split of the
   training set, see docs/results.md), or with --sptk-similarity cosine the papers' cosine
   thresholded at --threshold (indefinite on these trees: the SVMs suffer).
+With --shape grct|lct|loct both kernels run on that dependency shape of the parses' head-rule
+dependency parses instead (`jkern.trees.head_dependencies`; see experiments/qc_shapes.py).
 Rows:
 - KSVM: one-vs-rest C-SVMs on the full Gram (C picked on a stratified 20% held-out part).
 - DCD: Nyström + linear SVMs by dual coordinate descent (as experiments/qc.py).
@@ -48,13 +50,13 @@ from _results import (  # noqa: E402
     pyplot,
     write_result,
 )
-from qc import held_out_split, run_dcd, run_ksvm  # noqa: E402
+from qc import qc_data, run_dcd, run_ksvm  # noqa: E402
+from qc_shapes import SHAPES, shaped  # noqa: E402
 
 import jkern  # noqa: E402
 from jkern import kda  # noqa: E402
-from jkern.data import glove_6b_50d, load_trec, tree_words  # noqa: E402
+from jkern.data import glove_6b_50d, tree_words  # noqa: E402
 from jkern.metrics import accuracy  # noqa: E402
-from jkern.trees import pos_leaves  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DROPOUTS = (0.0, 0.2, 0.4, 0.6)
@@ -62,12 +64,11 @@ L2S = (0.0, 1e-4)
 
 
 def kernel_and_trees(name: str, train, test, args):
-    """The kernel and the (possibly relabelled) train/test trees it runs on."""
+    """The kernel and the (possibly relabelled or reshaped) train/test trees it runs on."""
+    train, test = shaped(train, args.shape, name), shaped(test, args.shape, name)
     if name == "ptk":
         return jkern.Normalized(jkern.PTK(0.4, 0.4)), train, test
     if name == "sptk":
-        train = [pos_leaves(t, lowercase=True) for t in train]
-        test = [pos_leaves(t, lowercase=True) for t in test]
         vocab, vectors = glove_6b_50d().for_words(tree_words(train + test))
         if args.sptk_similarity == "gaussian":
             kernel = jkern.SPTK(vocab, vectors, 0.4, 0.4, gamma=args.gamma)
@@ -117,6 +118,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sptk-similarity", choices=("gaussian", "cosine"), default="gaussian")
     ap.add_argument("--gamma", type=float, default=3.0, help="SPTK Gaussian similarity's γ")
     ap.add_argument("--threshold", type=float, default=0.3, help="SPTK cosine threshold")
+    ap.add_argument("--shape", choices=("ct", *SHAPES), default="ct",
+                    help="tree shape: the constituency parses (ct, the default), or the GRCT / "
+                         "LCT / LOCT of their head-rule dependency parses "
+                         "(`jkern.trees.head_dependencies`)")
     ap.add_argument("--epochs", type=int, default=500)
     ap.add_argument("--patience", type=int, default=20)
     ap.add_argument("--models", default="DCD,KDA", help="Nyström rows to run")
@@ -136,16 +141,15 @@ def main(argv=None) -> int:
                          "any earlier merges are kept in the new file's `merged_from`)")
     args = ap.parse_args(argv)
 
-    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
-    y_train, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
-    fit, held = held_out_split(y_train, 0.2, seed=0)
-    cache = Path(args.cache_dir) if args.cache_dir else None
+    train, test, y_train, y_test, fit, held, cache = qc_data(args)
     models = args.models.split(",")
     rows = []
     for name in args.kernels.split(","):
         kernel, tr_trees, te_trees = kernel_and_trees(name, train.trees, test.trees, args)
         tag = (name if name == "ptk" else f"{name}_g{args.gamma:g}"
                if args.sptk_similarity == "gaussian" else f"{name}_t{args.threshold:g}")
+        if args.shape != "ct":
+            tag = f"{tag}_{args.shape}"
         g_train, g_test, gram_seconds = cached_grams(kernel, tr_trees, te_trees, cache, tag)
         if gram_seconds is not None:
             print(f"{name.upper()} Gram matrices: {gram_seconds:.1f} s", flush=True)
@@ -222,7 +226,8 @@ def main(argv=None) -> int:
                                      "grid_samplings": args.grid_samplings,
                                      "sptk_similarity": args.sptk_similarity,
                                      "sptk_gamma": args.gamma,
-                                     "sptk_threshold": args.threshold}).parent
+                                     "sptk_threshold": args.threshold,
+                                     "shape": args.shape}).parent
     plot(rows, out_dir / "qc_kda.png")
     return 0
 

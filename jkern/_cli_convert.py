@@ -47,8 +47,7 @@ def _transform(shape: str, semantic: bool):
 
 def run_convert(args) -> int:
     t0 = time.perf_counter()
-    from jkern.trees import TreeParseError
-    from jkern.trees._io import rewrite_trees
+    from jkern.trees import TreeParseError, rewrite_trees
 
     out = Path(args.out)
     if not out.parent.is_dir():

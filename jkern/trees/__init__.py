@@ -9,6 +9,7 @@ from ._errors import TreeParseError as TreeParseError
 from ._heads import head_dependencies as head_dependencies
 from ._io import read_examples_any as read_examples_any
 from ._io import read_trees as read_trees
+from ._io import rewrite_trees as rewrite_trees
 from ._penn import iter_penn as iter_penn
 from ._penn import parse_penn as parse_penn
 from ._penn import read_penn as read_penn

@@ -1,0 +1,136 @@
+"""Question classification by tree shape: constituency parses vs the dependency shapes.
+
+Croce, Moschitti & Basili (2011) and the KDA paper run their kernels on dependency trees
+(GRCT, LCT); TREC ships constituency parses. This experiment converts each parse by head
+rules (`jkern.trees.head_dependencies`, semantic heads) into GRCT / LCT / LOCT and compares,
+per kernel and shape:
+- KSVM: one-vs-rest C-SVMs on the full Gram (C picked on the stratified 20% held-out part of
+  experiments/qc.py, then retrained on all of it), with its support vectors;
+- DCD: Nyström + linear SVMs by dual coordinate descent at each --landmarks count, the same
+  5 uniform landmark samplings as qc.py, C picked on the same held-out part (mean ± std);
+- the gap KSVM − DCD, which issue 3 bounds at 2.5 points for 1,000 landmarks.
+Kernels: sst (normalized SST, λ = 0.4), ptk (normalized PTK, λ = μ = 0.4), sptk (normalized
+SPTK, λ = μ = 0.4, words by the Gaussian similarity exp(γ (cos − 1)) of their GloVe 6B 50-d
+vectors, γ = 3, as in qc_kda.py; on constituency parses the words are marked with their
+preterminal). Gram matrices are shared with qc.py / qc_kda.py through --cache-dir.
+
+    python experiments/qc_shapes.py --data-dir ../shared/data --cache-dir /tmp/qc_cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+from _results import cached_grams, padded_projection, write_result  # noqa: E402
+from qc import qc_data, run_dcd, run_ksvm  # noqa: E402
+
+import jkern  # noqa: E402
+from jkern.data import glove_6b_50d, tree_words  # noqa: E402
+from jkern.metrics import accuracy  # noqa: E402
+from jkern.trees import grct, head_dependencies, lct, loct, pos_leaves  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPES = {"grct": grct, "lct": lct, "loct": loct}
+GAMMA = 3.0
+
+
+def shaped(trees, shape: str, kernel: str):
+    if shape == "ct":
+        return [pos_leaves(t, lowercase=True) for t in trees] if kernel == "sptk" else trees
+    return [SHAPES[shape](head_dependencies(t)) for t in trees]
+
+
+def make_kernel(name: str, trees):
+    if name == "sst":
+        return jkern.Normalized(jkern.SST(0.4))
+    if name == "ptk":
+        return jkern.Normalized(jkern.PTK(0.4, 0.4))
+    vocab, vectors = glove_6b_50d().for_words(tree_words(trees))
+    return jkern.Normalized(jkern.SPTK(vocab, vectors, 0.4, 0.4, gamma=GAMMA))
+
+
+def cache_tag(kernel: str, shape: str) -> str:
+    """The cache names of qc.py / qc_kda.py for constituency parses, `_<shape>` otherwise."""
+    base = f"sptk_g{GAMMA:g}" if kernel == "sptk" else kernel
+    return base if shape == "ct" else f"{base}_{shape}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap.add_argument("--kernels", default="sst,ptk,sptk")
+    ap.add_argument("--shapes", default="ct,grct,lct,loct")
+    ap.add_argument("--landmarks", default="1000")
+    ap.add_argument("--samplings", type=int, default=5)
+    ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
+    args = ap.parse_args(argv)
+
+    train, test, y_train, y_test, fit, held, cache = qc_data(args)
+    rows = []
+    for name in args.kernels.split(","):
+        for shape in args.shapes.split(","):
+            tr, te = shaped(train.trees, shape, name), shaped(test.trees, shape, name)
+            kernel = make_kernel(name, tr + te)
+            g_train, g_test, gram_seconds = cached_grams(kernel, tr, te, cache,
+                                                        cache_tag(name, shape))
+            t0 = time.perf_counter()
+            ksvm, best_c, scores = run_ksvm(g_train, g_test, y_train, y_test, fit, held)
+            ksvm_acc = accuracy(y_test, ksvm.predict(g_test))
+            n_sv = ksvm.n_support
+            rows.append({"model": "KSVM", "kernel": name, "shape": shape, "landmarks": None,
+                         "accuracy": ksvm_acc, "accuracy_std": 0.0, "saving": 0.0,
+                         "support_vectors": n_sv, "C": best_c,
+                         "held_out_accuracy": scores[best_c], "gram_seconds": gram_seconds,
+                         "nodes_per_tree": float(np.mean([len(t) for t in tr])),
+                         "train_seconds": round(time.perf_counter() - t0, 2)})
+            print(f"{name.upper()} {shape.upper()} KSVM: accuracy {ksvm_acc:.4f} (C={best_c}), "
+                  f"{n_sv} support vectors", flush=True)
+            for m in [int(s) for s in args.landmarks.split(",")]:
+                accs, cs = [], []
+                for s in range(args.samplings):
+                    key = jax.random.PRNGKey(1000 * m + s)  # the samplings of qc.py
+                    idx, h = padded_projection(kernel, tr, g_train, m, key)
+                    x_train, x_test = ((g[:, idx] @ h).astype(np.float32)
+                                       for g in (g_train, g_test))
+                    acc, c = run_dcd(x_train, x_test, y_train, y_test, fit, held,
+                                     jax.random.fold_in(key, 1))
+                    accs.append(acc)
+                    cs.append(c)
+                row = {"model": "DCD", "kernel": name, "shape": shape, "landmarks": m,
+                       "accuracy": statistics.mean(accs),
+                       "accuracy_std": statistics.pstdev(accs),
+                       "saving": jkern.saving(m, n_sv), "accuracy_runs": accs, "C_runs": cs,
+                       "gap_to_ksvm": ksvm_acc - statistics.mean(accs)}
+                rows.append(row)
+                print(f"{name.upper()} {shape.upper()} DCD {m:5d} landmarks: accuracy "
+                      f"{row['accuracy']:.4f} ± {row['accuracy_std']:.4f} (runs "
+                      f"{', '.join(f'{a:.3f}' for a in accs)}), gap to KSVM "
+                      f"{100 * row['gap_to_ksvm']:.1f} points", flush=True)
+
+    print("\nkernel  shape  KSVM (%)  SVs    landmarks  DCD (%)       gap")
+    for r in rows:
+        if r["model"] != "DCD":
+            continue
+        k = next(q for q in rows if q["model"] == "KSVM" and q["kernel"] == r["kernel"]
+                 and q["shape"] == r["shape"])
+        print(f"{r['kernel']:6s}  {r['shape']:5s}  {100 * k['accuracy']:8.1f}  "
+              f"{k['support_vectors']:5d}  {r['landmarks']:9d}  {100 * r['accuracy']:5.1f} ± "
+              f"{100 * r['accuracy_std']:3.1f}  {100 * r['gap_to_ksvm']:4.1f}")
+    write_result(args.out_dir, "qc_shapes", rows, argv,
+                 settings={"gamma": GAMMA, "held_out": 0.2, "ksvm_C": [1, 3, 10, 30],
+                           "dcd_C": [10, 30, 100]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
