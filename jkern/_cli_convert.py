@@ -17,7 +17,8 @@ SHAPES = ("grct", "lct", "loct", "pos-leaves")
 def configure_convert(p: argparse.ArgumentParser) -> None:
     p.add_argument("trees", metavar="TREES",
                    help="constituency parses: Penn lines, a TSV with a 'tree' column, or "
-                        "SVM-Light-TK lines (every tree of each example is converted)")
+                        "SVM-Light-TK lines (every tree of each example is converted); or a "
+                        "CoNLL-U file (*.conllu: its dependency parses, for grct/lct/loct)")
     p.add_argument("--shape", required=True, choices=SHAPES,
                    help="grct / lct / loct: the dependency tree shapes of the parses' head-rule "
                         "dependency parses; pos-leaves: words relabelled word::TAG "
@@ -45,6 +46,18 @@ def _transform(shape: str, semantic: bool):
     return convert
 
 
+def _conllu_shapes(path: str, shape: str, converted: list) -> str:
+    """The GRCT / LCT / LOCT of each sentence of a CoNLL-U file, one Penn tree per line."""
+    from jkern.trees import grct, lct, loct, read_conllu
+
+    if shape == "pos-leaves":
+        raise CLIError(f"{path}: --shape pos-leaves needs constituency parses, not CoNLL-U")
+    build = {"grct": grct, "lct": lct, "loct": loct}[shape]
+    lines = [build(sentence).to_penn() for sentence in read_conllu(path)]
+    converted.extend(lines)
+    return "".join(f"{line}\n" for line in lines)
+
+
 def run_convert(args) -> int:
     t0 = time.perf_counter()
     from jkern.trees import TreeParseError, rewrite_trees
@@ -62,7 +75,10 @@ def run_convert(args) -> int:
         return transform(tree)
 
     try:
-        text = rewrite_trees(args.trees, counted)
+        if args.trees.endswith(".conllu"):
+            text = _conllu_shapes(args.trees, args.shape, converted)
+        else:
+            text = rewrite_trees(args.trees, counted)
     except TreeParseError as err:
         raise CLIError(str(err), EXIT_USAGE) from err
     except OSError as err:

@@ -91,3 +91,16 @@ def test_missing_output_folder(tmp_path, capsys):
     src.write_text(f"{Q1}\n")
     assert main(["convert", "--shape", "lct", str(src), "-o", str(tmp_path / "no" / "o")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_conllu_input_gives_its_dependency_shapes(tmp_path, capsys):
+    from jkern.trees import read_conllu
+
+    src = tmp_path / "s.conllu"
+    src.write_text("# text = Dogs bark\n1\tDogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n"
+                   "2\tbark\tbark\tVERB\tVBP\t_\t0\troot\t_\t_\n\n")
+    out = tmp_path / "lct.txt"
+    assert main(["convert", "--shape", "lct", str(src), "-o", str(out), "-q"]) == 0
+    assert read_trees(out) == [lct(s) for s in read_conllu(src)]
+    assert main(["convert", "--shape", "pos-leaves", str(src), "-o", str(out)]) == 2
+    assert "needs constituency parses" in capsys.readouterr().err
