@@ -43,10 +43,10 @@ SHAPES = {"grct": grct, "lct": lct, "loct": loct}
 GAMMA = 3.0
 
 
-def shaped(trees, shape: str, kernel: str):
+def shaped(trees, shape: str, kernel: str, semantic: bool = True):
     if shape == "ct":
         return [pos_leaves(t, lowercase=True) for t in trees] if kernel == "sptk" else trees
-    return [SHAPES[shape](head_dependencies(t)) for t in trees]
+    return [SHAPES[shape](head_dependencies(t, semantic=semantic)) for t in trees]
 
 
 def make_kernel(name: str, trees):
@@ -58,10 +58,13 @@ def make_kernel(name: str, trees):
     return jkern.Normalized(jkern.SPTK(vocab, vectors, 0.4, 0.4, gamma=GAMMA))
 
 
-def cache_tag(kernel: str, shape: str) -> str:
-    """The cache names of qc.py / qc_kda.py for constituency parses, `_<shape>` otherwise."""
+def cache_tag(kernel: str, shape: str, semantic: bool = True) -> str:
+    """The cache names of qc.py / qc_kda.py for constituency parses, `_<shape>` otherwise
+    (`_<shape>_syntactic` with Collins' syntactic heads)."""
     base = f"sptk_g{GAMMA:g}" if kernel == "sptk" else kernel
-    return base if shape == "ct" else f"{base}_{shape}"
+    if shape == "ct":
+        return base
+    return f"{base}_{shape}" if semantic else f"{base}_{shape}_syntactic"
 
 
 def main(argv=None) -> int:
@@ -72,22 +75,27 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default="ct,grct,lct,loct")
     ap.add_argument("--landmarks", default="1000")
     ap.add_argument("--samplings", type=int, default=5)
+    ap.add_argument("--syntactic-heads", action="store_true",
+                    help="dependency shapes from Collins' syntactic heads (default: semantic "
+                         "heads, auxiliaries and copulas not heading)")
     ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
     args = ap.parse_args(argv)
+    semantic = not args.syntactic_heads
 
     train, test, y_train, y_test, fit, held, cache = qc_data(args)
     rows = []
     for name in args.kernels.split(","):
         for shape in args.shapes.split(","):
-            tr, te = shaped(train.trees, shape, name), shaped(test.trees, shape, name)
+            tr, te = (shaped(t, shape, name, semantic) for t in (train.trees, test.trees))
             kernel = make_kernel(name, tr + te)
             g_train, g_test, gram_seconds = cached_grams(kernel, tr, te, cache,
-                                                        cache_tag(name, shape))
+                                                        cache_tag(name, shape, semantic))
             t0 = time.perf_counter()
             ksvm, best_c, scores = run_ksvm(g_train, g_test, y_train, y_test, fit, held)
             ksvm_acc = accuracy(y_test, ksvm.predict(g_test))
             n_sv = ksvm.n_support
             rows.append({"model": "KSVM", "kernel": name, "shape": shape, "landmarks": None,
+                         "heads": "semantic" if semantic else "syntactic",
                          "accuracy": ksvm_acc, "accuracy_std": 0.0, "saving": 0.0,
                          "support_vectors": n_sv, "C": best_c,
                          "held_out_accuracy": scores[best_c], "gram_seconds": gram_seconds,
@@ -107,6 +115,7 @@ def main(argv=None) -> int:
                     accs.append(acc)
                     cs.append(c)
                 row = {"model": "DCD", "kernel": name, "shape": shape, "landmarks": m,
+                       "heads": "semantic" if semantic else "syntactic",
                        "accuracy": statistics.mean(accs),
                        "accuracy_std": statistics.pstdev(accs),
                        "saving": jkern.saving(m, n_sv), "accuracy_runs": accs, "C_runs": cs,
@@ -128,6 +137,7 @@ def main(argv=None) -> int:
               f"{100 * r['accuracy_std']:3.1f}  {100 * r['gap_to_ksvm']:4.1f}")
     write_result(args.out_dir, "qc_shapes", rows, argv,
                  settings={"gamma": GAMMA, "held_out": 0.2, "ksvm_C": [1, 3, 10, 30],
+                           "heads": "semantic" if semantic else "syntactic",
                            "dcd_C": [10, 30, 100]})
     return 0
 
