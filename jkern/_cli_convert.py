@@ -14,6 +14,12 @@ from .cli import EXIT_COMPUTE, EXIT_OK, EXIT_USAGE, CLIError, _os_message, write
 SHAPES = ("grct", "lct", "loct", "pos-leaves")
 
 
+def _dependency_shape(shape: str):
+    from jkern.trees import grct, lct, loct
+
+    return {"grct": grct, "lct": lct, "loct": loct}[shape]
+
+
 def configure_convert(p: argparse.ArgumentParser) -> None:
     p.add_argument("trees", metavar="TREES",
                    help="constituency parses: Penn lines, a TSV with a 'tree' column, or "
@@ -32,30 +38,24 @@ def configure_convert(p: argparse.ArgumentParser) -> None:
 
 
 def _transform(shape: str, semantic: bool):
-    from jkern.trees import grct, head_dependencies, lct, loct, pos_leaves
+    from jkern.trees import head_dependencies, pos_leaves
 
     if shape == "pos-leaves":
         return lambda tree: pos_leaves(tree, lowercase=True)
-    build = {"grct": grct, "lct": lct, "loct": loct}[shape]
-
-    def convert(tree):
-        if len(tree) == 1:  # a bare word has no head structure: a one-word sentence
-            tree = type(tree)(("X", tree.labels[0]), ((1,), ()))
-        return build(head_dependencies(tree, semantic=semantic))
-
-    return convert
+    build = _dependency_shape(shape)
+    return lambda tree: build(head_dependencies(tree, semantic=semantic))
 
 
-def _conllu_shapes(path: str, shape: str, converted: list) -> str:
-    """The GRCT / LCT / LOCT of each sentence of a CoNLL-U file, one Penn tree per line."""
-    from jkern.trees import grct, lct, loct, read_conllu
+def _conllu_shapes(path: str, shape: str) -> tuple[str, int]:
+    """The GRCT / LCT / LOCT of each sentence of a CoNLL-U file, one Penn tree per line, and
+    how many there are."""
+    from jkern.trees import read_conllu
 
     if shape == "pos-leaves":
         raise CLIError(f"{path}: --shape pos-leaves needs constituency parses, not CoNLL-U")
-    build = {"grct": grct, "lct": lct, "loct": loct}[shape]
+    build = _dependency_shape(shape)
     lines = [build(sentence).to_penn() for sentence in read_conllu(path)]
-    converted.extend(lines)
-    return "".join(f"{line}\n" for line in lines)
+    return "".join(f"{line}\n" for line in lines), len(lines)
 
 
 def run_convert(args) -> int:
@@ -76,21 +76,22 @@ def run_convert(args) -> int:
 
     try:
         if args.trees.endswith(".conllu"):
-            text = _conllu_shapes(args.trees, args.shape, converted)
+            text, n_trees = _conllu_shapes(args.trees, args.shape)
         else:
             text = rewrite_trees(args.trees, counted)
+            n_trees = len(converted)
     except TreeParseError as err:
         raise CLIError(str(err), EXIT_USAGE) from err
     except OSError as err:
         raise CLIError(_os_message(err), EXIT_USAGE) from err
-    if not converted:
+    if not n_trees:
         raise CLIError(f"{args.trees}: no trees in file")
     try:
-        write_atomic(out, text.encode("utf-8"))
+        write_atomic(out, lambda f: f.write(text.encode("utf-8")))
     except OSError as err:
         raise CLIError(_os_message(err), EXIT_COMPUTE) from err
     if not args.quiet:
-        print(f"jkern: convert {args.shape}: {len(converted)} trees -> {args.out} in "
+        print(f"jkern: convert {args.shape}: {n_trees} trees -> {args.out} in "
               f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return EXIT_OK
 

@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 EXIT_OK = 0
 EXIT_COMPUTE = 1
@@ -204,25 +204,21 @@ def write_matrix(path: Path, matrix: Any) -> None:
 
     TSV values round-trip exactly: 17 significant digits for float64, 9 for float32.
     """
-    import io
-
     import numpy as np
 
     if path.suffix.lower() == ".npy":
-        buffer = io.BytesIO()
-        np.save(buffer, matrix, allow_pickle=False)
-        write_atomic(path, buffer.getvalue())
+        write_atomic(path, lambda f: np.save(f, matrix, allow_pickle=False))
     else:
-        write_atomic(path, _format_tsv(matrix).encode("ascii"))
+        write_atomic(path, lambda f: f.write(_format_tsv(matrix).encode("ascii")))
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and `os.replace`,
-    so a failed write leaves no partial file behind."""
+def write_atomic(path: Path, write: Callable[[BinaryIO], Any]) -> None:
+    """Call `write` on a temporary binary file in `path`'s folder, then move it to `path`
+    (`os.replace`), so a failed write leaves no partial file behind."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)

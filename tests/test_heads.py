@@ -5,8 +5,6 @@ semantic heads for auxiliaries, copulas and subordinate clauses)."""
 
 from __future__ import annotations
 
-import pytest
-
 from jkern.trees import Tree, grct, head_dependencies, lct, loct, parse_penn
 from jkern.trees._heads import category, head_child, universal_pos
 
@@ -77,9 +75,9 @@ def test_helpers():
     assert head_child("FRAG", ["NP", "."], [None, "?"]) == 0  # punctuation never heads
 
 
-def test_one_node_tree_is_rejected():
-    with pytest.raises(ValueError, match="no words"):
-        head_dependencies(Tree(("S",), ((),)))
+def test_one_node_tree_is_a_one_word_sentence():
+    (word,) = head_dependencies(Tree(("hello",), ((),)))
+    assert (word.form, word.head, word.upos, word.deprel) == ("hello", 0, "X", "root")
 
 
 def test_every_trec_parse_converts_to_a_projective_tree(shared_data):

@@ -54,7 +54,7 @@ _RULES: Mapping[str, tuple[str, tuple[str, ...]]] = {
 }
 # NP (and NX) heads follow Collins' special rule: a final possessive, else the rightmost
 # noun, else the leftmost NP, else the rightmost of each later group in turn.
-_NP_RIGHT = (("NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR"),)
+_NP_NOUNS = ("NN", "NNP", "NNPS", "NNS", "NX", "POS", "JJR")
 _NP_LATER = (("$", "ADJP", "PRN"), ("CD",), ("JJ", "JJS", "RB", "QP"))
 # Forms of be / do / have and the modals: auxiliaries (and the copula) under semantic heads.
 _BE = frozenset("be is are was were am been being 's 're 'm ai".split())
@@ -148,10 +148,9 @@ def head_child(label: str, children: Sequence[str], words: Sequence[str | None],
     if label in ("NP", "NX"):
         if children[-1] == "POS":
             return n - 1
-        for group in _NP_RIGHT:
-            for j in reversed(range(n)):
-                if children[j] in group:
-                    return j
+        for j in reversed(range(n)):
+            if children[j] in _NP_NOUNS:
+                return j
         for j in range(n):
             if children[j] == "NP":
                 return j
@@ -179,7 +178,8 @@ def head_dependencies(tree: Tree, *, semantic: bool = True) -> list[Token]:
     """The dependency parse of a constituency parse, by head rules (see the module doc).
 
     Words are the leaves, in order; a leaf's PoS tag is its parent's label when the parent
-    is a preterminal (all its children are leaves), else `X`. When a preterminal has several
+    is a preterminal (all its children are leaves), else `X` (so a one-node tree is a
+    one-word sentence). When a preterminal has several
     leaves (`(VB ask a)`) the first heads the others. Lemmas are unknown (`_`), so the
     GRCT / LCT / LOCT lexical nodes use the lowercased form.
 
@@ -194,9 +194,6 @@ def head_dependencies(tree: Tree, *, semantic: bool = True) -> list[Token]:
         `lct` and `loct`; `deprel` is the label of the dependent's maximal projection
         (see `relation`), `xpos` the word's PoS tag as written, `upos` its UD PoS.
 
-    Raises:
-        ValueError: the tree has no leaf below its root (a single node).
-
     >>> from jkern.trees import parse_penn, lct
     >>> t = parse_penn("(ROOT (S (NP (NNS Dogs))(VP (VBP do)(VP (VB bark)))))")
     >>> [(w.form, w.head, w.deprel) for w in head_dependencies(t)]
@@ -204,8 +201,6 @@ def head_dependencies(tree: Tree, *, semantic: bool = True) -> list[Token]:
     >>> lct(head_dependencies(t)).to_penn()
     '(bark::v root VERB(dogs::n NP NOUN)(do::v VBP AUX))'
     """
-    if len(tree) == 1:
-        raise ValueError("a one-node tree has no words to make a dependency parse of")
     n_nodes = len(tree)
     parent = [-1] * n_nodes
     for i, kids in enumerate(tree.children):
