@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .cli import EXIT_COMPUTE, EXIT_OK, EXIT_USAGE, CLIError, _os_message, write_atomic
+from .cli import EXIT_COMPUTE, EXIT_OK, CLIError, _os_message, input_errors, write_atomic
 
 SHAPES = ("grct", "lct", "loct", "pos-leaves")
 
@@ -60,7 +60,7 @@ def _conllu_shapes(path: str, shape: str) -> tuple[str, int]:
 
 def run_convert(args) -> int:
     t0 = time.perf_counter()
-    from jkern.trees import TreeParseError, rewrite_trees
+    from jkern.trees import rewrite_trees
 
     out = Path(args.out)
     if not out.parent.is_dir():
@@ -74,16 +74,12 @@ def run_convert(args) -> int:
         converted.append(None)
         return transform(tree)
 
-    try:
+    with input_errors():
         if args.trees.endswith(".conllu"):
             text, n_trees = _conllu_shapes(args.trees, args.shape)
         else:
             text = rewrite_trees(args.trees, counted)
             n_trees = len(converted)
-    except TreeParseError as err:
-        raise CLIError(str(err), EXIT_USAGE) from err
-    except OSError as err:
-        raise CLIError(_os_message(err), EXIT_USAGE) from err
     if not n_trees:
         raise CLIError(f"{args.trees}: no trees in file")
     try:

@@ -21,6 +21,7 @@ from .cli import (
     _positive_int,
     add_kernel_arguments,
     check_kernel_arguments,
+    input_errors,
     kernel_from_arguments,
     read_trees_or_exit,
     setup_jax,
@@ -35,11 +36,10 @@ _MODEL_FORMAT = "jkern.model/1"
 
 def read_labels(path: str, column: str | None) -> list[str]:
     """Labels of a tree file: SVM-Light-TK lines' labels, or a TSV column (`column`)."""
-    from jkern.trees import TreeParseError
     from jkern.trees._io import read_examples_any
     from jkern.trees._penn import read_lines
 
-    try:
+    with input_errors():
         lines = read_lines(path)
         header = lines[0].rstrip("\n").split("\t") if lines else []
         if "tree" in header:
@@ -50,10 +50,6 @@ def read_labels(path: str, column: str | None) -> list[str]:
             at = header.index(name)
             return [line.rstrip("\n").split("\t")[at] for line in lines[1:] if line.strip()]
         examples = read_examples_any(path)
-    except TreeParseError as err:
-        raise CLIError(str(err), EXIT_USAGE) from err
-    except OSError as err:
-        raise CLIError(_os_message(err), EXIT_USAGE) from err
     if not any("|BT|" in line or "|ET|" in line for line in lines):
         raise CLIError(f"{path}: no labels (use SVM-Light-TK lines or a TSV with a label "
                        "column)")

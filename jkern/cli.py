@@ -23,12 +23,13 @@ True
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn
 
@@ -356,16 +357,26 @@ def _build_kernel(args: argparse.Namespace, vocab: Any, vectors: Any) -> Any:
     return jkern.Normalized(kernel) if args.normalize else kernel
 
 
-def read_trees_or_exit(path: str) -> list[Any]:
-    """The trees of a file; exit 2 with `file:line:col: problem` on bad input."""
-    from jkern.trees import TreeParseError, read_trees
+@contextlib.contextmanager
+def input_errors() -> Iterator[None]:
+    """Reading input inside this block: a malformed tree (`file:line:col: problem`) or an
+    unreadable file becomes a usage error (exit 2)."""
+    from jkern.trees import TreeParseError
 
     try:
-        trees = read_trees(path)
+        yield
     except TreeParseError as err:
         raise CLIError(str(err), EXIT_USAGE) from err
     except OSError as err:
         raise CLIError(_os_message(err), EXIT_USAGE) from err
+
+
+def read_trees_or_exit(path: str) -> list[Any]:
+    """The trees of a file; exit 2 with `file:line:col: problem` on bad input."""
+    from jkern.trees import read_trees
+
+    with input_errors():
+        trees = read_trees(path)
     if not trees:
         raise CLIError(f"{path}: no trees in file")
     return trees
