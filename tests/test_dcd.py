@@ -301,16 +301,11 @@ def _read_questions(path):
     return np.array(labels), tokens
 
 
-@pytest.fixture(scope="module")
-def trec():
-    """2,000 training questions (a seeded sample: the file is sorted by class) and the 500 test
-    questions as binary features of the 1,000 most frequent lowercase tokens, float64."""
-    labels, tokens = _read_questions(require(SHARED_DATA / "trec" / "qc_train.tsv"))
-    test_labels, test_tokens = _read_questions(require(SHARED_DATA / "trec" / "qc_test.tsv"))
-    pick = np.sort(np.random.default_rng(0).choice(len(labels), 2000, replace=False))
-    labels, tokens = labels[pick], [tokens[i] for i in pick]
+def word_features(tokens, test_tokens, size: int):
+    """Binary features of the `size` most frequent lowercase tokens of `tokens` (ties by
+    spelling), for the training and the test questions."""
     counts = collections.Counter(t for ts in tokens for t in set(ts))
-    vocab = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:1000]]
+    vocab = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:size]]
     where = {w: j for j, w in enumerate(vocab)}
 
     def features(toks):
@@ -319,7 +314,19 @@ def trec():
             F[i, [where[t] for t in ts if t in where]] = 1.0
         return F
 
-    return features(tokens), labels, features(test_tokens), test_labels
+    return features(tokens), features(test_tokens)
+
+
+@pytest.fixture(scope="module")
+def trec():
+    """2,000 training questions (a seeded sample: the file is sorted by class) and the 500 test
+    questions as binary features of the 1,000 most frequent lowercase tokens, float64."""
+    labels, tokens = _read_questions(require(SHARED_DATA / "trec" / "qc_train.tsv"))
+    test_labels, test_tokens = _read_questions(require(SHARED_DATA / "trec" / "qc_test.tsv"))
+    pick = np.sort(np.random.default_rng(0).choice(len(labels), 2000, replace=False))
+    labels, tokens = labels[pick], [tokens[i] for i in pick]
+    X, Xt = word_features(tokens, test_tokens, 1000)
+    return X, labels, Xt, test_labels
 
 
 def _as_model(coef, intercept, classes=None):

@@ -316,9 +316,12 @@ def _lexical(label: str, leaves: set[str]) -> tuple[str, str] | None:
     return (label, "") if label in leaves else None
 
 
-def _sigma(vectors: np.ndarray, threshold: float, leaves: set[str], gamma: float | None = None):
+def _sigma(vectors: np.ndarray, threshold: float, leaves: set[str], gamma: float | None = None,
+           vocab: list[str] = SPTK_VOCAB):
+    """Word similarity written from the definition: same PoS, then the thresholded cosine or
+    exp(-gamma |u - v|^2 / 2) of the unit vectors of `vocab`."""
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    row = {w: i for i, w in enumerate(SPTK_VOCAB)}
+    row = {w: i for i, w in enumerate(vocab)}
 
     def sigma(a: str, b: str) -> float:
         if a == b:

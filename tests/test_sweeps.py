@@ -39,8 +39,8 @@ from jkern.trees import (
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_kernels as R  # noqa: E402
 from data_paths import require  # noqa: E402
-from test_dcd import _as_model, _linear_svc, _read_questions  # noqa: E402
-from test_kernels import _lexical, assert_rel  # noqa: E402
+from test_dcd import _as_model, _linear_svc, _read_questions, word_features  # noqa: E402
+from test_kernels import _sigma, assert_rel  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -176,34 +176,14 @@ def glove_trees(shared_data, trec):
     return trees, leaves, list(vocab), np.asarray(vectors, np.float64)
 
 
-def _glove_sigma(vocab, vectors, leaves, *, threshold=None, gamma=None):
-    """Word similarity written from the definition: same PoS, then the thresholded cosine or
-    exp(-gamma |u - v|^2 / 2) of the unit vectors (equal to exp(gamma (cos - 1)))."""
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    row = {w: i for i, w in enumerate(vocab)}
-
-    def sigma(a: str, b: str) -> float:
-        if a == b:
-            return 1.0
-        la, lb = _lexical(a, leaves), _lexical(b, leaves)
-        if la is None or lb is None or la[1] != lb[1] or la[0] not in row or lb[0] not in row:
-            return 0.0
-        u, v = unit[row[la[0]]], unit[row[lb[0]]]
-        if gamma is not None:
-            return float(np.exp(-gamma / 2 * np.sum((u - v) ** 2)))
-        cos = float(u @ v)
-        return min(cos, 1.0) if cos >= threshold else 0.0
-
-    return sigma
-
-
 @pytest.mark.parametrize("similarity", [{"gamma": 1.0}, {"gamma": 3.0}, {"threshold": 0.3}],
                          ids=["gamma1", "gamma3", "cosine0.3"])
 def test_sptk_with_glove_vectors_matches_the_oracle(glove_trees, similarity):
     trees, leaves, vocab, vectors = glove_trees
     kernel = jkern.SPTK(vocab, vectors, 0.4, 0.4, **similarity)
     g = np.asarray(jkern.gram(kernel, trees, dtype="float64"))
-    sigma = _glove_sigma(vocab, vectors, leaves, **similarity)
+    sigma = _sigma(vectors, similarity.get("threshold", 0.0), leaves,
+                   gamma=similarity.get("gamma"), vocab=vocab)
     want = np.array([[R.sptk(a, b, 0.4, 0.4, sigma) for b in trees] for a in trees])
     assert_rel(g, want, 1e-9, f"SPTK {similarity}")
     exact = np.array([[R.ptk(a, b, 0.4, 0.4) for b in trees] for a in trees])
@@ -219,20 +199,8 @@ def trec_words(shared_data):
     2,000 most frequent lowercase tokens."""
     labels, tokens = _read_questions(require(shared_data / "trec" / "qc_train.tsv"))
     test_labels, test_tokens = _read_questions(require(shared_data / "trec" / "qc_test.tsv"))
-    counts: dict[str, int] = {}
-    for ts in tokens:
-        for t in set(ts):
-            counts[t] = counts.get(t, 0) + 1
-    vocab = sorted(counts, key=lambda w: (-counts[w], w))[:2000]
-    where = {w: j for j, w in enumerate(vocab)}
-
-    def features(toks):
-        F = np.zeros((len(toks), len(vocab)))
-        for i, ts in enumerate(toks):
-            F[i, [where[t] for t in ts if t in where]] = 1.0
-        return F
-
-    return features(tokens), labels, features(test_tokens), test_labels
+    X, Xt = word_features(tokens, test_tokens, 2000)
+    return X, labels, Xt, test_labels
 
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
