@@ -260,6 +260,15 @@ def ptk(
     return sptk(t1, t2, lam, mu, exact_sigma, max_subseq=max_subseq, method=method)
 
 
+def kernel_function(name: str, lam: float, mu: float | None = None,
+                    max_subseq: int | None = None) -> Callable[[Tree, Tree], float]:
+    """The oracle of one setting (`name` in ST, SST, SST_BOW, PTK) as a two-tree function."""
+    if name == "PTK":
+        return lambda a, b: ptk(a, b, lam, mu, max_subseq=max_subseq)
+    f = {"ST": st, "SST": sst, "SST_BOW": sst_bow}[name]
+    return lambda a, b: f(a, b, lam)
+
+
 # --------------------------------------------------------------------------- normalization
 
 

@@ -5,6 +5,8 @@ semantic heads for auxiliaries, copulas and subordinate clauses)."""
 
 from __future__ import annotations
 
+import pytest
+
 from jkern.trees import Tree, grct, head_dependencies, lct, loct, parse_penn
 from jkern.trees._heads import category, head_child, universal_pos
 
@@ -80,20 +82,24 @@ def test_one_node_tree_is_a_one_word_sentence():
     assert (word.form, word.head, word.upos, word.deprel) == ("hello", 0, "X", "root")
 
 
-def test_every_trec_parse_converts_to_a_projective_tree(shared_data):
+def projective_single_root(tokens) -> bool:
+    """One root, and no two arcs cross (head rules over a tree give projective arcs)."""
+    if sum(t.head == 0 for t in tokens) != 1:
+        return False
+    spans = [tuple(sorted((t.id, t.head))) for t in tokens if t.head]
+    return not any(a < c < b < d for a, b in spans for c, d in spans)
+
+
+@pytest.mark.parametrize("semantic", [True, False])
+def test_every_trec_parse_converts_to_a_projective_tree(shared_data, semantic):
     from jkern.data import load_trec
 
     trees = load_trec(shared_data, "train").trees + load_trec(shared_data, "test").trees
     for tree in trees:
-        tokens = head_dependencies(tree)
+        tokens = head_dependencies(tree, semantic=semantic)
         n = len(tokens)
         assert n == tree.n_leaves
-        assert sum(t.head == 0 for t in tokens) == 1
-        # head rules over a tree give projective arcs: no two arcs cross
-        spans = [tuple(sorted((t.id, t.head))) for t in tokens if t.head]
-        for a, b in spans:
-            for c, d in spans:
-                assert not (a < c < b < d), tree.to_penn()
+        assert projective_single_root(tokens), tree.to_penn()
         assert (len(grct(tokens)), len(lct(tokens)), len(loct(tokens))) == (3 * n, 3 * n, n)
 
 

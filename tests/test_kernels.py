@@ -86,10 +86,15 @@ def assert_rel(got, want, rtol, what=""):
 SETTINGS = R.SETTINGS
 
 
+def make_kernel(name: str, lam: float, mu: float | None = None, max_subseq: int | None = None):
+    """The jkern kernel of one setting, named as the oracle's (`R.kernel_function`)."""
+    if name == "PTK":
+        return jkern.PTK(lam, mu, max_subseq=max_subseq)
+    return {"ST": jkern.ST, "SST": jkern.SST, "SST_BOW": jkern.SSTBow}[name](lam)
+
+
 def _jkern_kernel(kernel: str, lam: float, mu: float, variant: str):
-    if kernel == "PTK":
-        return jkern.PTK(lam, mu, max_subseq={"dist": 5, "exact": None}[variant])
-    return {"ST": jkern.ST, "SST": jkern.SST, "SST_BOW": jkern.SSTBow}[kernel](lam)
+    return make_kernel(kernel, lam, mu, {"dist": 5, "exact": None}[variant])
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,12 +132,12 @@ def test_gram_reproduces_svmlight_tk(corpus, corpus_gram, setting):
 
 @functools.cache
 def _oracle_gram(name: str, trees: tuple[Tree, ...], **kw) -> np.ndarray:
-    f = {"ST": R.st, "SST": R.sst, "SST_BOW": R.sst_bow, "PTK": R.ptk}[name]
+    f = R.kernel_function(name, **kw)
     n = len(trees)
     g = np.zeros((n, n))
     for a in range(n):
         for b in range(a, n):
-            g[a, b] = g[b, a] = f(trees[a], trees[b], **kw)
+            g[a, b] = g[b, a] = f(trees[a], trees[b])
     return g
 
 

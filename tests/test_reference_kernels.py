@@ -65,17 +65,7 @@ def ref():
 def _kernel_for(kernel: str, lam: float, mu: float, variant: str):
     """A cached 2-tree kernel function for one ref setting (Trees are hashable)."""
     max_subseq = {"dist": 5, "exact": None}[variant]
-    if kernel == "ST":
-        f = functools.partial(R.st, lam=lam)
-    elif kernel == "SST":
-        f = functools.partial(R.sst, lam=lam)
-    elif kernel == "SST_BOW":
-        f = functools.partial(R.sst_bow, lam=lam)
-    elif kernel == "PTK":
-        f = functools.partial(R.ptk, lam=lam, mu=mu, max_subseq=max_subseq)
-    else:
-        raise ValueError(kernel)
-    return functools.lru_cache(maxsize=None)(lambda a, b: f(a, b))
+    return functools.lru_cache(maxsize=None)(R.kernel_function(kernel, lam, mu, max_subseq))
 
 
 def test_reader_matches_ref_file(ref):

@@ -40,35 +40,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_kernels as R  # noqa: E402
 from data_paths import require  # noqa: E402
 from test_dcd import _as_model, _linear_svc, _read_questions, word_features  # noqa: E402
-from test_kernels import _sigma, assert_rel  # noqa: E402
+from test_heads import projective_single_root  # noqa: E402
+from test_kernels import _sigma, assert_rel, make_kernel  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-ORACLES = {"ST": R.st, "SST": R.sst, "SST_BOW": R.sst_bow, "PTK": R.ptk}
-
-
-def _make(name: str, lam: float, mu: float | None = None, max_subseq: int | None = None):
-    if name == "PTK":
-        return jkern.PTK(lam, mu, max_subseq=max_subseq)
-    return {"ST": jkern.ST, "SST": jkern.SST, "SST_BOW": jkern.SSTBow}[name](lam)
-
-
-def _oracle(name: str, lam: float, mu: float | None = None, max_subseq: int | None = None):
-    if name == "PTK":
-        return lambda a, b: R.ptk(a, b, lam, mu, max_subseq=max_subseq)
-    return lambda a, b: ORACLES[name](a, b, lam)
+KERNEL_NAMES = ("ST", "SST", "SST_BOW", "PTK")
 
 
 def _sample(items, k: int, seed: int):
     pick = np.random.default_rng(seed).choice(len(items), k, replace=False)
     return [items[i] for i in np.sort(pick)]
-
-
-def _projective_single_root(tokens) -> bool:
-    if sum(t.head == 0 for t in tokens) != 1:
-        return False
-    arcs = [tuple(sorted((t.id, t.head))) for t in tokens if t.head]
-    return not any(a < c < b < d for a, b in arcs for c, d in arcs)
 
 
 # --------------------------------------------------------------------------- 1. whole TREC Gram
@@ -86,7 +68,7 @@ def test_whole_trec_gram_matches_the_oracle_at_sampled_pairs(trec, name):
     float64, at 1,500 pairs each: uniform pairs, the largest off-diagonal entries (pairs that
     share the most structure), the diagonal."""
     train, test = trec[0].trees, trec[1].trees
-    kernel, oracle = _make(name, 0.4, 0.4), _oracle(name, 0.4, 0.4)
+    kernel, oracle = make_kernel(name, 0.4, 0.4), R.kernel_function(name, 0.4, 0.4)
     g = np.asarray(jkern.gram(kernel, train, dtype="float64"))
     assert g.shape == (len(train), len(train))
     np.testing.assert_array_equal(g, g.T)
@@ -113,15 +95,21 @@ def test_whole_trec_gram_matches_the_oracle_at_sampled_pairs(trec, name):
 
 
 @pytest.fixture(scope="module")
-def corpora(shared_data, trec):
+def boundary_examples(shared_data):
+    return read_examples(require(shared_data / "srl" / "boundary_5000.dat"))
+
+
+@pytest.fixture(scope="module")
+def ud_sentences(shared_data):
+    return read_conllu(require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu"))
+
+
+@pytest.fixture(scope="module")
+def corpora(trec, boundary_examples, ud_sentences):
     """Seeded samples of every tree source the project reads, as {name: trees}."""
     questions = _sample(trec[0].trees, 50, 2)
-    boundary = [e.trees[0] for e in
-                read_examples(require(shared_data / "srl" / "boundary_5000.dat"))]
-    boundary = _sample(boundary, 50, 3)
-    ud = [s for s in read_conllu(require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu"))
-          if 4 <= len(s) <= 20]
-    ud = _sample(ud, 15, 4)
+    boundary = _sample([e.trees[0] for e in boundary_examples], 50, 3)
+    ud = _sample([s for s in ud_sentences if 4 <= len(s) <= 20], 15, 4)
     headed = [head_dependencies(t) for t in _sample(trec[0].trees, 15, 5)]
     functions = [t for t in load_stdlib_functions(max_per_package=40, identifiers=False).trees
                  if len(t) <= 120]
@@ -144,7 +132,7 @@ SETTINGS = [("ST", 0.1, None, None), ("ST", 1.0, None, None), ("SST", 0.1, None,
 def test_every_corpus_matches_the_oracle_across_parameters(corpora, setting):
     """One float64 Gram over all corpora together (one forest); each corpus's block in full
     and 300 cross-corpus pairs against the oracle."""
-    kernel, oracle = _make(*setting), _oracle(*setting)
+    kernel, oracle = make_kernel(*setting), R.kernel_function(*setting)
     trees = [t for ts in corpora.values() for t in ts]
     g = np.asarray(jkern.gram(kernel, trees, dtype="float64"))
     assert np.all(np.isfinite(g))
@@ -164,13 +152,11 @@ def test_every_corpus_matches_the_oracle_across_parameters(corpora, setting):
 
 
 @pytest.fixture(scope="module")
-def glove_trees(shared_data, trec):
+def glove_trees(trec, ud_sentences):
     """40 TREC parses with words marked by their preterminal (as qc_kda.py runs SPTK) and 15 UD
     sentences as LCTs (`lemma::p` nodes), with their GloVe 6B 50-d vectors."""
     trees = [pos_leaves(t, lowercase=True) for t in _sample(trec[0].trees, 40, 8)]
-    ud = [s for s in read_conllu(require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu"))
-          if 4 <= len(s) <= 12]
-    trees += [lct(s) for s in _sample(ud, 15, 9)]
+    trees += [lct(s) for s in _sample([s for s in ud_sentences if 4 <= len(s) <= 12], 15, 9)]
     vocab, vectors = glove_6b_50d().for_words(tree_words(trees))
     leaves = {t.labels[i] for t in trees for i in range(len(t)) if t.is_leaf(i)}
     return trees, leaves, list(vocab), np.asarray(vectors, np.float64)
@@ -279,11 +265,10 @@ def test_ksvm_matches_libsvm_over_a_grid(sptk_gram, C, label):
 
 
 @pytest.fixture(scope="module")
-def boundary(shared_data):
-    examples = read_examples(require(shared_data / "srl" / "boundary_5000.dat"))
-    pick = np.random.default_rng(11).permutation(len(examples))[:500]
-    trees = [examples[i].trees[0] for i in pick]
-    y = np.array([1 if examples[i].label > 0 else -1 for i in pick])
+def boundary(boundary_examples):
+    pick = np.random.default_rng(11).permutation(len(boundary_examples))[:500]
+    trees = [boundary_examples[i].trees[0] for i in pick]
+    y = np.array([1 if boundary_examples[i].label > 0 else -1 for i in pick])
     return trees, y
 
 
@@ -295,7 +280,7 @@ def test_cutting_plane_modes_agree_on_boundary_data(boundary, kernel_name, lexic
     trees, y = boundary
     if not lexicalized:
         trees = [without_leaves(t) for t in trees]
-    kernel = jkern.Normalized(_make(kernel_name, 0.4, 0.4))
+    kernel = jkern.Normalized(make_kernel(kernel_name, 0.4, 0.4))
     train, y_train, test = trees[:400], y[:400], trees[400:]
     runs = {mode: cpa(kernel, train, y_train, C=40.0 * len(train) / 400, sample=100,
                       epsilon=1e-3, mode=mode, keep_margins=True, key=jax.random.PRNGKey(4),
@@ -320,19 +305,12 @@ def test_cutting_plane_modes_agree_on_boundary_data(boundary, kernel_name, lexic
 
 
 @pytest.mark.parametrize("semantic", [True, False])
-def test_every_boundary_tree_converts_to_a_projective_tree(shared_data, semantic):
-    examples = read_examples(require(shared_data / "srl" / "boundary_5000.dat"))
-    for e in examples:
+def test_every_boundary_tree_converts_to_a_projective_tree(boundary_examples, semantic):
+    for e in boundary_examples:
         tree = e.trees[0]
         tokens = head_dependencies(tree, semantic=semantic)
         assert len(tokens) == tree.n_leaves
-        assert _projective_single_root(tokens), tree.to_penn()
-
-
-def test_every_trec_parse_converts_with_syntactic_heads(trec):
-    for tree in trec[0].trees + trec[1].trees:
-        tokens = head_dependencies(tree, semantic=False)
-        assert len(tokens) == tree.n_leaves and _projective_single_root(tokens), tree.to_penn()
+        assert projective_single_root(tokens), tree.to_penn()
 
 
 # --------------------------------------------------------------------------- 8. random trees
@@ -351,8 +329,9 @@ _NESTED = st.recursive(
 @given(st.lists(_NESTED.map(Tree.from_nested), min_size=2, max_size=5),
        st.sampled_from([0.3, 1.0]), st.sampled_from([None, 2]))
 def test_random_trees_match_the_oracle(trees, lam, max_subseq):
-    for name in ORACLES:
-        g = np.asarray(jkern.gram(_make(name, lam, 0.7, max_subseq), trees, dtype="float64"))
-        oracle = _oracle(name, lam, 0.7, max_subseq)
+    for name in KERNEL_NAMES:
+        g = np.asarray(jkern.gram(make_kernel(name, lam, 0.7, max_subseq), trees,
+                                  dtype="float64"))
+        oracle = R.kernel_function(name, lam, 0.7, max_subseq)
         want = np.array([[oracle(a, b) for b in trees] for a in trees])
         assert_rel(g, want, 1e-9, name)
