@@ -1,5 +1,6 @@
 """jkern: kernel methods over structured linguistic data, in JAX."""
 
+from . import errors as errors
 from . import kernels as kernels
 from . import metrics as metrics
 from . import svm as svm
@@ -28,5 +29,7 @@ from ._nystrom import projector_from_gram as projector_from_gram
 from ._nystrom import saving as saving
 from ._nystrom import select_landmarks as select_landmarks
 from .kda import KDA as KDA
+from ._solution import RESULTS as RESULTS
+from ._solution import Solution as Solution
 
 __version__ = "0.1.0"

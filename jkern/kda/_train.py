@@ -19,6 +19,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from .._solution import Solution, result_code
 from ._model import KDA
 
 
@@ -92,25 +93,6 @@ def default_data_key(key: PRNGKeyArray) -> PRNGKeyArray:
     return jax.random.fold_in(key, 0x5EED)
 
 
-class FitResult(eqx.Module):
-    """What `fit` returns (a vmapped grid adds a leading axis to every array).
-
-    Attributes:
-        model: the model of the best development epoch (the last one without a dev set).
-        best_epoch: that epoch (0-based).
-        n_epochs: epochs run (early stopping may end before `epochs`).
-        dev_accuracy: `[epochs]` accuracy on the development set after each epoch (NaN after
-            the last epoch run).
-        train_loss: `[epochs]` mean training loss of each epoch (NaN after the last one).
-    """
-
-    model: KDA
-    best_epoch: Int[Array, ""]
-    n_epochs: Int[Array, ""]
-    dev_accuracy: Float[Array, " epochs"]
-    train_loss: Float[Array, " epochs"]
-
-
 class _Loop(NamedTuple):
     epoch: Int[Array, ""]
     params: Any
@@ -125,7 +107,7 @@ class _Loop(NamedTuple):
 
 def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKeyArray,
          l2: Array, data_key: PRNGKeyArray, *, optimizer, epochs: int, batch_size: int,
-         patience: int | None) -> FitResult:
+         patience: int | None) -> Solution[KDA]:
     n = c.shape[0]
     has_dev = c_dev.shape[0] > 0
     params, static = eqx.partition(model, model.trainable())
@@ -168,7 +150,12 @@ def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKe
                  jnp.asarray(-1.0, dt), jnp.asarray(0), jnp.asarray(False),
                  jnp.full((epochs,), jnp.nan, dt), jnp.full((epochs,), jnp.nan, dt))
     s = jax.lax.while_loop(lambda s: (s.epoch < epochs) & ~s.stop, epoch_body, init)
-    return FitResult(eqx.combine(s.best, static), s.best_epoch, s.epoch, s.dev_acc, s.loss)
+    # Early stopping and the epoch budget are both normal ends of a fit; a NaN loss is not.
+    ran = jnp.arange(epochs) < s.epoch
+    code = result_code(True, jnp.all(jnp.where(ran, jnp.isfinite(s.loss), True)))
+    stats = {"best_epoch": s.best_epoch, "n_epochs": s.epoch, "dev_accuracy": s.dev_acc,
+             "train_loss": s.loss}
+    return Solution(eqx.combine(s.best, static), code, stats)
 
 
 @functools.cache
@@ -223,7 +210,7 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
         c_dev: Float[Array, "n_dev landmarks"] | None = None, y_dev: Sequence[Any] | None = None,
         *, key: PRNGKeyArray, l2: float = 0.0, epochs: int = 500, batch_size: int = 256,
         patience: int | None = None, optimizer: optax.GradientTransformation | None = None,
-        data_key: PRNGKeyArray | None = None) -> FitResult:
+        data_key: PRNGKeyArray | None = None, throw: bool = False) -> Solution[KDA]:
     """Trains `model` on kernel columns `c` (`K(x, landmarks)`) and labels `y`.
 
     Every epoch shuffles the training set (from `fold_in(data_key, epoch)`), runs its batches (the
@@ -242,13 +229,22 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
         optimizer: an optax transformation (default Adam, learning rate 1e-3).
         data_key: PRNG key of the batch order (default: derived from `key`); the dropout
             masks come from `fold_in(key, epoch)`.
+        throw: raise `ConvergenceError` if the training loss became NaN or inf.
+
+    Returns:
+        A `Solution` with the model of the best development epoch (the last one without a
+        development set) and stats `best_epoch` (0-based), `n_epochs` (epochs run: early
+        stopping may end before `epochs`), `dev_accuracy` `[epochs]` (development accuracy
+        after each epoch, NaN after the last one run) and `train_loss` `[epochs]` (mean
+        training loss of each epoch, NaN after the last one). The result is `successful`
+        unless the loss became non-finite (`nonfinite`).
     """
     _check_options(epochs, batch_size, patience)
     optimizer = adam() if optimizer is None else optimizer
     data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
     fitter = _compiled(optimizer, epochs, batch_size, patience, False)
     order = default_data_key(key) if data_key is None else data_key
-    return fitter(model, *data, key, jnp.asarray(l2, model.nystrom.dtype), order)
+    return fitter(model, *data, key, jnp.asarray(l2, model.nystrom.dtype), order).check(throw)
 
 
 def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
@@ -256,7 +252,7 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
              y_dev: Sequence[Any] | None = None, *, keys: PRNGKeyArray, l2: Any,
              epochs: int = 500, batch_size: int = 256, patience: int | None = None,
              optimizer: optax.GradientTransformation | None = None,
-             data_key: PRNGKeyArray | None = None) -> FitResult:
+             data_key: PRNGKeyArray | None = None, throw: bool = False) -> Solution[KDA]:
     """`fit` for G configurations at once, as one vmapped program.
 
     `models` is a stacked KDA (leading axis G on every array leaf, from `init_grid`), `keys`
@@ -278,7 +274,7 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
     shared = data_key is not None
     fitter = _compiled(optimizer, epochs, batch_size, patience, True, shared)
     data_keys = data_key if shared else jax.vmap(default_data_key)(keys)
-    return fitter(models, *data, keys, l2, data_keys)
+    return fitter(models, *data, keys, l2, data_keys).check(throw)
 
 
 def init_grid(key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"], classes: Sequence[Any],
@@ -295,6 +291,6 @@ def init_grid(key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"], classe
 
 
 def grid_member(result: Any, g: int) -> Any:
-    """Member `g` of a stacked model or `FitResult` (the arrays' row g)."""
+    """Member `g` of a stacked model or `Solution` (the arrays' row g)."""
     arrays, static = eqx.partition(result, eqx.is_array)
     return eqx.combine(jax.tree_util.tree_map(lambda a: a[g], arrays), static)

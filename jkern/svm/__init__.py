@@ -9,13 +9,13 @@ from ._dcd import primal_objective as primal_objective
 from ._ksvm import KernelSVM as KernelSVM
 from ._ksvm import ksvm as ksvm
 from ._ksvm import ksvm_ovr as ksvm_ovr
+from ._expansion import KernelExpansion as KernelExpansion
+from ._expansion import stack_expansions as stack_expansions
+from ._ovr import one_vs_rest as one_vs_rest
 from ._cpa import CPAIteration as CPAIteration
-from ._cpa import CPAResult as CPAResult
-from ._cpa import CutPlaneSVM as CutPlaneSVM
 from ._cpa import cpa as cpa
 from ._cpa import delta_counts as delta_counts
 from ._cpa import draw_sample as draw_sample
-from ._cpa import importance_weights as importance_weights
 from ._cpa import svm_light_C as svm_light_C
 from ._qp import QPResult as QPResult
 from ._qp import solve_one_slack_dual as solve_one_slack_dual

@@ -25,27 +25,29 @@ In the first three modes the sample side is expanded as in the paper (Algorithm 
 the nodes of each sample tree). The Delta evaluations of every mode are counted.
 
 Cost-proportionate rejection sampling (Algorithm 9, "uSVM+j") draws the sample with
-importance weights: example i is kept with probability z_i / max z. With `j`, positives get
-z = j and negatives 1.
+importance weights: example i is kept with probability z_i / max z. With
+`class_weight={1: j, -1: 1}`, positives get z = j and negatives 1.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
 
+from .._solution import Solution, result_code
+from .._validate import class_weights, plus_minus_labels, positive_int
+from ..errors import InputError
 from ..kernels._base import AbstractKernel, Normalized, resolve_dtype
 from ..kernels._engine import GramEngine, compute_gram
 from ..kernels._tree_kernels import AbstractTreeKernel, as_trees
 from ..trees._forest import Forest
+from ._expansion import KernelExpansion
 from ._qp import solve_one_slack_dual
 
 MODES = ("usvm", "sdag", "sdag+", "forest")
@@ -188,86 +190,6 @@ class CPAIteration(NamedTuple):
     seconds: float
 
 
-class CutPlaneSVM(eqx.Module):
-    """A kernel SVM trained by the cutting-plane algorithm: f(x) = sum_k coef_k K(x_k, x).
-
-    The support trees are kept, so the model classifies new trees itself, through one
-    weighted forest of all support vectors (`decision_function`). No bias (as the paper).
-
-    Attributes:
-        kernel: the kernel trained with (a tree kernel, possibly `Normalized`).
-        support_trees: the support vectors' trees.
-        support: their indices in the training set.
-        coef: `[n_sv]` coefficients (sum over the planes holding the tree of alpha_j y_k / r).
-        alpha: `[planes]` the QP's dual variables.
-        offsets: `[planes]` the planes' offsets d_j.
-        converged: whether the stopping rule was met within `max_iter`.
-    """
-
-    kernel: AbstractKernel
-    coef: Float[Array, " n_sv"]
-    alpha: Float[Array, " planes"]
-    offsets: Float[Array, " planes"]
-    support: tuple[int, ...] = eqx.field(static=True)
-    support_trees: tuple = eqx.field(static=True)
-    converged: bool = eqx.field(static=True)
-
-    @property
-    def n_support(self) -> int:
-        return len(self.support_trees)
-
-    def decision_function(self, x: Sequence[Any], *, mode: str = "forest", dtype: Any = None,
-                          block_size: int = 256, threads: int = 2,
-                          devices: Sequence[Any] | None = None,
-                          stats: dict | None = None) -> Float[Array, " m"]:
-        """f(x) for trees (or examples) `x`.
-
-        Args:
-            mode: "forest" (support vectors and inputs compacted together, the default),
-                "sdag+" (support vectors as one weighted DAG against each input's nodes,
-                Table 3 of the paper) or "usvm" (tree by tree, the Delta work of plain
-                kernel expansion). Same values, different work.
-            devices: JAX devices to shard the inputs' row blocks over (`compute_gram`).
-            stats: a dict that receives `delta_evals`.
-        """
-        if mode not in ("forest", "sdag+", "usvm"):
-            raise ValueError(f"mode must be 'forest', 'sdag+' or 'usvm', got {mode!r}")
-        base, normalize = _split_kernel(self.kernel)
-        trees = as_trees(x, base.tree_index)
-        dt = resolve_dtype(dtype if dtype is not None else self.coef.dtype)
-        sv = list(self.support_trees)
-        n_sv, m = len(sv), len(trees)
-        # Inputs expanded (tree by tree) except in forest mode; support vectors only in usvm.
-        forest = Forest.build(sv + trees, None if mode == "forest"
-                              else [mode == "usvm"] * n_sv + [True] * m)
-        rows, cols = np.arange(n_sv, n_sv + m), np.arange(n_sv)
-        engine = GramEngine(forest, base.match_plan(forest), dt)
-        params = base.params()
-        coef = np.asarray(self.coef, np.float64)
-        if m == 0:
-            return jnp.zeros(0, dt)
-        g = np.asarray(compute_gram(engine, params, rows, cols, block_size=block_size,
-                                    threads=threads, devices=devices), np.float64)
-        if normalize:
-            # Self-kernels of the inputs and support vectors (not counted as model work).
-            before = engine.counts.delta_entries + engine.counts.constant_entries
-            d_sv = _self_kernels(engine, params, cols)
-            d_x = _self_kernels(engine, params, rows)
-            after = engine.counts.delta_entries + engine.counts.constant_entries
-            g = g * _inv_sqrt(d_x)[:, None] * _inv_sqrt(d_sv)[None, :]
-        else:
-            before = after = 0
-        if stats is not None:
-            c = engine.counts
-            stats["delta_evals"] = int(c.delta_entries + c.constant_entries) - (after - before)
-            stats["forest_nodes"] = forest.n_nodes
-        return jnp.asarray(g @ coef, dt)
-
-    def predict(self, x: Sequence[Any], **options) -> np.ndarray:
-        """+1 / -1 labels (sign of the decision value, +1 at 0)."""
-        return np.where(np.asarray(self.decision_function(x, **options)) >= 0, 1, -1)
-
-
 def _self_kernels(engine: GramEngine, params, idx: np.ndarray) -> np.ndarray:
     return np.concatenate([
         np.diagonal(np.asarray(engine.block(idx[s:s + 128], idx[s:s + 128], params)))
@@ -279,69 +201,37 @@ def _inv_sqrt(d: np.ndarray) -> np.ndarray:
     return np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
 
 
-class CPAResult(NamedTuple):
-    """A trained model and its training record.
-
-    Attributes:
-        model: the `CutPlaneSVM`.
-        history: one `CPAIteration` per iteration.
-        delta_evals: Delta evaluations of training (margins and Gram columns; the
-            self-kernels of the normalization are `preprocessing_deltas`).
-        preprocessing_deltas: Delta evaluations of the training trees' self-kernels.
-        seconds: training wall time (preprocessing included).
-        margins: `[iterations, r]` the sample margins y_i w . phi(x_i) of every iteration
-            (kept when `keep_margins`), for checking that modes agree.
-        samples: per iteration, the distinct training indices of its sample.
-        planes: per cutting plane, the distinct training indices it holds (plane t was
-            formed in iteration t). With `samples` this fixes the work of every mode:
-            `delta_counts` recounts it without computing a kernel.
-    """
-
-    model: CutPlaneSVM
-    history: list
-    delta_evals: int
-    preprocessing_deltas: int
-    seconds: float
-    margins: list | None
-    samples: list
-    planes: list
-
-
-def importance_weights(y: np.ndarray, j: float) -> np.ndarray:
-    """Importance z_i for uSVM+j: j for positive examples, 1 for negative ones."""
-    if not (np.isfinite(j) and j > 0):
-        raise ValueError(f"j must be a finite number > 0, got {j}")
-    return np.where(np.asarray(y) > 0, float(j), 1.0)
-
-
-def svm_light_C(c_light: float, y: Any, *, j: float | None = None,
+def svm_light_C(c_light: float, y: Any, *, class_weight: Mapping[Any, Any] | None = None,
                 importance: Any = None) -> float:
     """The 1-slack C of `cpa` that matches SVM-light's C (and its -j cost factor).
 
-    With importance weights z (j for positives, 1 for negatives, or given), the planes of
-    uSVM+j estimate the z-weighted mean loss sum_i z_i xi_i / sum_i z_i, so the 1-slack
-    problem at C = c_light * sum_i z_i is SVM-light's min ||w||^2/2 + c_light sum_i z_i xi_i
-    (no bias). Without weights sum_i z_i = n: C = n * c_light.
+    With importance weights z (from `class_weight`, e.g. `{1: j, -1: 1}` for SVM-light's
+    `-j j`, or given per example), the planes of uSVM+j estimate the z-weighted mean loss
+    sum_i z_i xi_i / sum_i z_i, so the 1-slack problem at C = c_light * sum_i z_i is
+    SVM-light's min ||w||^2/2 + c_light sum_i z_i xi_i (no bias). Without weights
+    sum_i z_i = n: C = n * c_light.
     """
     if not c_light > 0:
-        raise ValueError(f"c_light must be > 0, got {c_light}")
+        raise InputError(f"c_light must be > 0, got {c_light}")
     y = np.asarray(y)
-    importance = _importance(y, j, importance)
+    importance = _importance(y, class_weight, importance)
     return float(c_light) * (len(y) if importance is None else float(importance.sum()))
 
 
-def _importance(y: np.ndarray, j: float | None, importance: Any) -> np.ndarray | None:
-    """The checked per-example importance weights from `j` or `importance` (None: neither)."""
-    if j is not None and importance is not None:
-        raise ValueError("give j or importance, not both")
-    if j is not None:
-        return importance_weights(y, j)
+def _importance(y: np.ndarray, class_weight: Any, importance: Any) -> np.ndarray | None:
+    """The checked per-example importance weights from `class_weight` or `importance` (None:
+    neither): uSVM+j's z_i = weight(y_i)."""
+    if class_weight is not None and importance is not None:
+        raise InputError("give class_weight or importance, not both")
+    if class_weight is not None:
+        w_pos, w_neg = class_weights(class_weight, (1, -1), y)
+        return np.where(y > 0, float(w_pos), float(w_neg))
     if importance is None:
         return None
     importance = np.asarray(importance, np.float64)
     if importance.shape != y.shape or not np.all(np.isfinite(importance)) \
             or np.any(importance < 0) or importance.max() <= 0:
-        raise ValueError(f"importance must be {len(y)} finite weights >= 0, not all 0")
+        raise InputError(f"importance must be {len(y)} finite weights >= 0, not all 0")
     return importance
 
 
@@ -374,20 +264,20 @@ def draw_sample(key: jax.Array, n: int, r: int, importance: np.ndarray | None) -
 
 
 def cpa(
-    kernel: AbstractKernel,
     x: Sequence[Any],
     y: Any,
     *,
+    kernel: AbstractKernel,
     C: float = 1.0,
     sample: int = 1000,
     epsilon: float = 1e-3,
     confirm: int = 1,
     mode: str = "forest",
-    j: float | None = None,
+    class_weight: Mapping[Any, Any] | None = None,
     importance: Any = None,
     max_iter: int = 500,
     key: jax.Array | None = None,
-    dtype: Any = "float64",
+    dtype: Any = None,
     qp_tol: float = 1e-12,
     qp_max_iter: int = 20_000,
     block_size: int = 256,
@@ -396,14 +286,15 @@ def cpa(
     keep_margins: bool = False,
     callback: Any = None,
     gram: Any = None,
-) -> CPAResult:
+    throw: bool = False,
+) -> Solution[KernelExpansion]:
     """Train a binary SVM with a tree kernel by the cutting-plane algorithm with sampling.
 
     Args:
-        kernel: a tree kernel or `Normalized(tree kernel)` (the paper normalizes).
         x: training trees (or `Example`s; the kernel's `tree_index` picks the tree).
         y: labels, +1 / -1.
-        C: the 1-slack SVM's C (`svm_light_C` converts SVM-light's C, with j).
+        kernel: a tree kernel or `Normalized(tree kernel)` (the paper normalizes).
+        C: the 1-slack SVM's C (`svm_light_C` converts SVM-light's C, with class weights).
         sample: r, examples drawn per iteration (r >= n: all, the exact CPA; with
             importance weights z, r >= n gives the exact weighted CPA: every example in
             every plane with weight z_i / sum z, the expectation of a sampled plane).
@@ -412,48 +303,56 @@ def cpa(
             Algorithm 2's rule; with sampled planes a single pass is often premature, see the
             module docstring). Without sampling (r >= n) one pass is final.
         mode: "forest" (default), "sdag+", "sdag" or "usvm" (see the module docstring).
-        j: uSVM+j: positives get importance j, negatives 1, and the sample is drawn by
-            cost-proportionate rejection sampling.
-        importance: per-example importance weights instead of `j`.
+        class_weight: uSVM+j: `{1: j, -1: 1}` gives positives importance j and negatives 1,
+            and the sample is drawn by cost-proportionate rejection sampling ("balanced":
+            n / (2 count)).
+        importance: per-example importance weights instead of `class_weight`.
         max_iter: most iterations (the result says whether it converged).
-        key: PRNG key of the samples (default `jax.random.PRNGKey(0)`).
-        dtype: "float64" (default; exact comparisons between modes) or "float32".
+        key: PRNG key of the samples; required when samples are drawn (r < n, or
+            importance weights with r < n).
+        dtype: computation dtype (default JAX's default float: float64 under x64).
         qp_tol: the QP's relative duality-gap tolerance.
         qp_max_iter: most gradient steps per QP solve (many nearly parallel planes make the
             last digits slow; the solve is warm-started, so later solves resume there).
         block_size, threads: the Gram engine's row blocks and host threads.
         devices: JAX devices (e.g. `jax.devices()`) to shard the sample's margin blocks over:
             row block b of the sample runs on device b mod len(devices). Same margins.
-        keep_margins: keep every iteration's sample margins in the result.
+        keep_margins: keep every iteration's sample margins in the stats.
         callback: called with each `CPAIteration`.
         gram: optional precomputed `[n, n]` Gram matrix of `x` under `kernel` (normalized
             if the kernel is): the margins are read off it instead of computed, which gives
             the same model with no kernel work in training (small data, many fits: model
             selection). `mode` is then ignored and no Delta evaluations are counted.
+        throw: raise `ConvergenceError` unless the stopping rule was met.
 
     Returns:
-        A `CPAResult`.
+        A `Solution` with the `KernelExpansion` (no intercept) and stats:
+        `history` (one `CPAIteration` per iteration), `alpha` and `offsets` (the QP's dual
+        variables and the planes' offsets d_j), `delta_evals` (Delta evaluations of
+        training: margins and Gram columns), `preprocessing_deltas` (the training trees'
+        self-kernels of the normalization), `seconds` (wall time, preprocessing included),
+        `margins` (`[iterations, r]` sample margins y_i w . phi(x_i) when `keep_margins`,
+        else None), `samples` (per iteration, the distinct training indices of its sample)
+        and `planes` (per cutting plane, the distinct training indices it holds; with
+        `samples` this fixes the work of every mode: `delta_counts` recounts it).
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if not C > 0 or not epsilon > 0:
-        raise ValueError(f"C and epsilon must be > 0, got C={C}, epsilon={epsilon}")
-    if int(confirm) < 1:
-        raise ValueError(f"confirm must be >= 1, got {confirm}")
-    if int(sample) < 1:
-        raise ValueError(f"sample must be >= 1, got {sample}")
+        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
+    if not (np.isfinite(C) and C > 0) or not (np.isfinite(epsilon) and epsilon > 0):
+        raise InputError(f"C and epsilon must be finite numbers > 0, got C={C}, "
+                         f"epsilon={epsilon}")
+    confirm = positive_int("confirm", confirm)
+    sample = positive_int("sample", sample)
+    max_iter = positive_int("max_iter", max_iter)
     base, normalize = _split_kernel(kernel)
     trees = as_trees(x, base.tree_index)
-    y = np.asarray(y)
     n = len(trees)
-    if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
-    if not np.all(np.isin(y, (-1, 1))):
-        raise ValueError("labels must be +1 or -1")
     if n == 0:
-        raise ValueError("no training trees")
-    importance = _importance(y, j, importance)
-    key = jax.random.PRNGKey(0) if key is None else key
+        raise InputError("no training trees")
+    y = np.asarray(plus_minus_labels("y", y, n, jnp.float32)).astype(np.int64)
+    importance = _importance(y, class_weight, importance)
+    if key is None and sample < n:
+        raise InputError(f"sample={sample} < {n} examples draws random samples: pass key=")
     dt = resolve_dtype(dtype)
     t_start = time.perf_counter()
     blocks = (_KernelBlocks(base, normalize, trees, mode, dt, block_size, threads, devices)
@@ -485,7 +384,8 @@ def cpa(
         if exact_weighted:  # every example, with its share of the weighted mean loss
             uniq, mult, share = keep, np.ones(len(keep), np.int64), share_all
         else:  # a sampled plane's share of example i: its draws / r
-            idx = draw_sample(jax.random.fold_in(key, it), n, r, importance)
+            idx = (np.arange(n) if exact else
+                   draw_sample(jax.random.fold_in(key, it), n, r, importance))
             uniq, mult = np.unique(idx, return_counts=True)
             share = mult / r
         samples.append(uniq)
@@ -549,17 +449,20 @@ def cpa(
         if callback is not None:
             callback(record)
 
-    model = _model(kernel, trees, planes, alpha[: len(planes)], offsets[: len(planes)],
-                   converged, dt)
-    total = sum(h.delta_evals for h in history)
-    return CPAResult(model, history, total, blocks.preprocessing_deltas,
-                     time.perf_counter() - t_start, margins_kept, samples,
-                     [p.examples for p in planes])
+    t = len(planes)
+    model = _model(kernel, trees, planes, alpha[:t], dt)
+    stats = {"history": history, "alpha": alpha[:t].copy(), "offsets": offsets[:t].copy(),
+             "delta_evals": sum(h.delta_evals for h in history),
+             "preprocessing_deltas": blocks.preprocessing_deltas,
+             "seconds": time.perf_counter() - t_start, "margins": margins_kept,
+             "samples": samples, "planes": [p.examples for p in planes]}
+    return Solution(model, result_code(converged), stats).check(throw)
 
 
-def delta_counts(kernel: AbstractKernel, x: Sequence[Any], result: CPAResult, *,
+def delta_counts(kernel: AbstractKernel, x: Sequence[Any], result: Solution, *,
                  block_size: int = 256) -> dict[str, int]:
-    """The Delta evaluations each mode performs for the run `result` (same samples, planes).
+    """The Delta evaluations each mode performs for the `cpa` run `result` (same samples and
+    planes: its stats).
 
     A Delta evaluation is a pair of nodes in the same match group (production for ST/SST,
     label for PTK; PTK's leaves, whose Delta is a constant, are not counted) of a sample-side
@@ -603,8 +506,8 @@ def delta_counts(kernel: AbstractKernel, x: Sequence[Any], result: CPAResult, *,
                    np.zeros(n_keys))
 
     counts = dict.fromkeys(MODES, 0.0)
-    planes = result.planes
-    for it, sample in enumerate(result.samples):
+    planes = result.stats["planes"]
+    for it, sample in enumerate(result.stats["samples"]):
         before = planes[:it]  # planes in the model when iteration `it` computed margins
         s_exp, s_dis = expanded(sample), blocked(sample)
         if before:
@@ -638,7 +541,7 @@ def _plane_products(blocks: _KernelBlocks, planes: list[_Plane], rows: np.ndarra
     return blocks.block(rows, union) @ weights
 
 
-def _model(kernel, trees, planes, alpha, offsets, converged, dt) -> CutPlaneSVM:
+def _model(kernel, trees, planes, alpha, dt) -> KernelExpansion:
     coef: dict[int, float] = {}
     for a, p in zip(alpha, planes):
         if a == 0:
@@ -647,12 +550,10 @@ def _model(kernel, trees, planes, alpha, offsets, converged, dt) -> CutPlaneSVM:
             coef[k] = coef.get(k, 0.0) + a * w
     support = np.array(sorted(k for k, v in coef.items() if v != 0), np.int64)
     values = np.array([coef[k] for k in support.tolist()], np.float64)
-    return CutPlaneSVM(
+    return KernelExpansion(
         kernel=kernel,
         coef=jnp.asarray(values, dt),
-        alpha=jnp.asarray(alpha, dt),
-        offsets=jnp.asarray(offsets, dt),
+        intercept=jnp.zeros((), dt),
         support=tuple(support.tolist()),
-        support_trees=tuple(trees[k] for k in support.tolist()),
-        converged=converged,
+        support_inputs=tuple(trees[k] for k in support.tolist()),
     )

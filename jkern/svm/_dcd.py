@@ -30,8 +30,7 @@ alone, so a vmapped fit equals the loop of single fits (up to floating-point sum
 from __future__ import annotations
 
 import functools
-import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import equinox as eqx
@@ -39,9 +38,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Float, Int
 
 from .._labels import labels_at
+from .._solution import Solution, result_code
+from .._validate import (
+    class_weights,
+    concrete,
+    finite,
+    float_dtype,
+    plus_minus_labels,
+    positive,
+    positive_int,
+    sign_labels,
+)
+from ..errors import InputError
+from ._ovr import one_vs_rest
 
 Loss = Literal["squared_hinge", "hinge"]
 _LOSSES = ("squared_hinge", "hinge")
@@ -51,33 +63,26 @@ _PG_EPS = 1e-12  # LIBLINEAR: a coordinate moves only when |PG| > 1e-12
 class LinearSVM(eqx.Module):
     """A linear SVM trained by `dcd` (binary) or `dcd_ovr` (one-vs-rest).
 
-    Binary: `w` is `[d]`, `b`, `n_iter`, `converged`, `dual_objective` are scalars and
-    `alpha` is `[n]`. One-vs-rest: one row per class (`w` `[k, d]`, `b` `[k]`, `alpha`
-    `[k, n]`) and `classes` holds the sorted labels. A `jax.vmap`ped fit adds leading axes.
+    Binary: `w` is `[d]` and `b` a scalar. One-vs-rest: one row per class (`w` `[k, d]`,
+    `b` `[k]`) and `classes` holds the sorted labels. A `jax.vmap`ped fit adds leading axes.
 
     Attributes:
         w: weights of the features.
         b: intercept, `bias * w_bias` (0 without a bias feature).
-        alpha: the dual variables α (in the order of the training rows).
-        n_iter: epochs run (LIBLINEAR's `iter`, LinearSVC's `n_iter_`).
-        converged: whether max PG − min PG ≤ tol was reached over all variables before
-            `max_iter` epochs.
-        dual_objective: the dual value Σα − ½‖w̄‖² − ½ Σ D_ii α_i² (to be maximised; it equals
-            the primal optimum at convergence, and is a lower bound on it for any feasible α).
         classes: the sorted labels of a one-vs-rest model (a static tuple), else None.
     """
 
     w: Float[Array, "*batch d"]
     b: Float[Array, "*batch"]
-    alpha: Float[Array, "*batch n"]
-    n_iter: Int[Array, "*batch"]
-    converged: Bool[Array, "*batch"]
-    dual_objective: Float[Array, "*batch"]
     classes: tuple | None = eqx.field(static=True, default=None)
 
     def decision_function(self, X: Float[Array, "m d"]) -> Float[Array, " m *classes"]:
         """`X @ w + b`: `[m]` for a binary model, `[m, k]` for one-vs-rest."""
         X = jnp.asarray(X, self.w.dtype)
+        d = self.w.shape[-1]
+        if X.ndim != 2 or X.shape[1] != d:
+            raise InputError(f"X has shape {tuple(X.shape)}; the model has {d} features: pass "
+                             f"[m, {d}]")
         b = self.b if self.b.ndim == 0 else jnp.expand_dims(self.b, -2)
         return X @ jnp.swapaxes(self.w, -1, -2) + b if self.w.ndim > 1 else X @ self.w + b
 
@@ -86,12 +91,11 @@ class LinearSVM(eqx.Module):
         return jnp.argmax(self.decision_function(X), axis=-1)
 
     def predict(self, X: Float[Array, "m d"]) -> Any:
-        """Binary: +1 where the score is > 0, else -1 (as LinearSVC). One-vs-rest: the label
-        of the highest score (ties: the lowest class), a jax array for numeric labels, a numpy
-        array otherwise (then not usable under jit)."""
+        """Binary: +1 where the score is >= 0, else -1. One-vs-rest: the label of the highest
+        score (ties: the lowest class), a jax array for numeric labels, a numpy array
+        otherwise (then not usable under jit)."""
         if self.classes is None:
-            f = self.decision_function(X)
-            return jnp.where(f > 0, 1, -1).astype(jnp.int32)
+            return sign_labels(self.decision_function(X))
         return labels_at(self.classes, self.predict_index(X))
 
 
@@ -343,76 +347,23 @@ def _solver(loss: str, shrinking: bool, max_iter: int):
 # Public API
 
 
-def _float_dtype(X) -> Any:
-    return jnp.float64 if jnp.asarray(X).dtype == jnp.float64 else jnp.float32
-
-
-def _concrete(x) -> np.ndarray | None:
-    """`x` as numpy if its value is known now (not a tracer), else None."""
-    if isinstance(x, jax.core.Tracer):
-        return None
-    try:
-        return np.asarray(x)
-    except Exception:  # pragma: no cover - e.g. an abstract value
-        return None
-
-
-def _check_common(loss, C, bias, tol, max_iter) -> None:
-    if loss not in _LOSSES:
-        raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
-    if not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
-    c = _concrete(C)
-    if c is not None:
-        if c.ndim != 0:
-            raise ValueError(f"C must be a scalar (vmap over a grid of C), got shape {c.shape}")
-        if not c > 0:
-            raise ValueError(f"C must be > 0, got {c}")
-    if bias is not None:
-        bv = _concrete(bias)
-        if bv is not None and (bv.ndim != 0 or not bv >= 0):
-            raise ValueError(f"bias must be a scalar >= 0 (or None), got {bias!r}")
-    t = _concrete(tol)
-    if t is not None and (t.ndim != 0 or not t > 0):
-        raise ValueError(f"tol must be a scalar > 0, got {tol!r}")
-
-
-def _check_X(X):
+def _check_X(X, dtype):
     X = jnp.asarray(X)
     if X.ndim != 2:
-        raise ValueError(f"X must be 2-D [n, d], got shape {X.shape}")
+        raise InputError(f"X must be 2-D [n, d], got shape {X.shape}")
     if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
-    dt = _float_dtype(X)
-    return X.astype(dt), dt
-
-
-def _class_weights(class_weight, k: int, dt, shape_message: str) -> Array:
-    """`[k]` class weights (ones for None), checked at the boundary: shape, and > 0 where
-    the values are concrete (`shape_message` gets the bad shape)."""
-    if class_weight is None:
-        return jnp.ones((k,), dt)
-    cw = jnp.asarray(class_weight, dt)
-    if cw.shape != (k,):
-        raise ValueError(shape_message.format(cw.shape))
-    cv = _concrete(cw)
-    if cv is not None and not np.all(cv > 0):
-        raise ValueError(f"class weights must be > 0, got {cv}")
-    return cw
-
-
-def _checked_costs(C, cw, dt):
-    """C and the class weights as dtype `dt`, with an in-jit error where one is not > 0."""
-    C = eqx.error_if(jnp.asarray(C, dt), jnp.asarray(C) <= 0, "C must be > 0")
-    cw = eqx.error_if(jnp.asarray(cw, dt), jnp.any(jnp.asarray(cw) <= 0),
-                      "class weights must be > 0")
-    return C, cw
+        raise InputError(f"X must have at least one row and one column, got shape {X.shape}")
+    dt = float_dtype(dtype, X)
+    X = X.astype(dt)
+    finite("X", X)
+    return X, dt
 
 
 @functools.partial(jax.jit, static_argnames=("loss", "shrinking", "max_iter"))
-def _fit_binary(X, y, C, cw, bias, tol, key, *, loss, shrinking, max_iter):
+def _fit_binary(X, y, C, w_pos, w_neg, bias, tol, key, *, loss, shrinking, max_iter):
     dt = X.dtype
-    C, cw = _checked_costs(C, cw, dt)
+    cw = jnp.stack([jnp.asarray(w_pos, dt), jnp.asarray(w_neg, dt)])
+    cw = eqx.error_if(cw, jnp.any(~(cw > 0)), "class weights must be > 0")
     out = _solver(loss, shrinking, max_iter)(
         X,
         y.astype(dt)[None, :],
@@ -423,7 +374,8 @@ def _fit_binary(X, y, C, cw, bias, tol, key, *, loss, shrinking, max_iter):
         key,
     )
     W, wb, A, n_iter, conv, dual = (o[0] for o in out)
-    return W, wb * jnp.asarray(bias, dt), A, n_iter, conv, dual
+    code = result_code(conv, jnp.isfinite(dual))
+    return W, wb * jnp.asarray(bias, dt), A, n_iter, code, dual
 
 
 def dcd(
@@ -435,17 +387,19 @@ def dcd(
     bias: float | Array | None = 1.0,
     tol: float | Array = 1e-4,
     max_iter: int = 1000,
-    class_weight: tuple[float, float] | Array | None = None,
+    class_weight: Mapping[Any, Any] | str | None = None,
     shrinking: bool = True,
     key: Array,
-) -> LinearSVM:
+    dtype: Any = None,
+    throw: bool = False,
+) -> Solution[LinearSVM]:
     """Train a binary linear SVM by dual coordinate descent (LIBLINEAR's dual solver).
 
     Same problem and stopping rule as scikit-learn's `LinearSVC(dual=True, loss=loss, C=C,
-    tol=tol, max_iter=max_iter, intercept_scaling=bias, class_weight={1: cw[0], -1: cw[1]})`.
+    tol=tol, max_iter=max_iter, intercept_scaling=bias, class_weight=class_weight)`.
 
     Args:
-        X: `[n, d]` features (float64 when x64 is enabled and X is float64, else float32).
+        X: `[n, d]` features.
         y: `[n]` labels in {-1, +1}.
         C: cost (> 0); may be a traced scalar, e.g. under `jax.vmap` over a grid.
         loss: `"squared_hinge"` (L2-loss: D_ii = 1/(2 C_i), no upper bound) or `"hinge"`
@@ -454,12 +408,17 @@ def dcd(
             like the others; `b = bias * w_bias`). 0 or None: no bias term.
         tol: stop when max PG − min PG <= tol over all variables.
         max_iter: at most this many epochs (static).
-        class_weight: `(weight of +1, weight of -1)`: C_i = C * weight(y_i). None: (1, 1).
+        class_weight: `{1: w_pos, -1: w_neg}` or "balanced": C_i = C * weight(y_i).
         shrinking: LIBLINEAR's shrinking (static); the solution is the same either way.
         key: PRNG key for the per-epoch visit orders.
+        dtype: computation dtype (default: X's floating dtype, else JAX's default float).
+        throw: raise `ConvergenceError` unless the stopping rule was met.
 
     Returns:
-        A `LinearSVM` with `w` `[d]`, scalar `b`, `alpha` `[n]` and the solver stats.
+        A `Solution` with a `LinearSVM` (`w` `[d]`, scalar `b`) and stats `alpha` `[n]` (the
+        dual variables, in the order of the rows), `n_iter` (epochs: LIBLINEAR's `iter`)
+        and `dual_objective` (Σα − ½‖w̄‖² − ½ Σ D_ii α_i², to be maximised: the primal
+        optimum at convergence, a lower bound on it for any feasible α).
 
     A grid of C values is one compiled program under `jax.vmap` (see also `dcd_grid`):
 
@@ -469,124 +428,72 @@ def dcd(
     >>> y = jnp.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1.0, -1.0)
     >>> key = jax.random.key(1)
     >>> Cs = jnp.array([0.01, 0.1, 1.0, 10.0])
-    >>> ws = jax.vmap(lambda c: dcd(X, y, C=c, key=key).w)(Cs)
+    >>> ws = jax.vmap(lambda c: dcd(X, y, C=c, key=key).model.w)(Cs)
     >>> ws.shape
     (4, 3)
-    >>> bool(jnp.allclose(ws[2], dcd(X, y, C=1.0, key=key).w, atol=1e-5))
+    >>> bool(jnp.allclose(ws[2], dcd(X, y, C=1.0, key=key).model.w, atol=1e-5))
     True
     """
-    _check_common(loss, C, bias, tol, max_iter)
-    X, dt = _check_X(X)
-    y = jnp.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must be [n] = [{X.shape[0]}], got shape {y.shape}")
-    yv = _concrete(y)
-    if yv is not None and not np.all((yv == 1) | (yv == -1)):
-        bad = np.unique(yv[(yv != 1) & (yv != -1)])[:5]
-        raise ValueError(f"y must hold only -1 and +1 (use dcd_ovr for other labels), got {bad}")
-    cw = _class_weights(class_weight, 2, dt,
-                        "class_weight must be (weight of +1, weight of -1), got shape {}")
-    W, b, A, n_iter, conv, dual = _fit_binary(
-        X, y, C, cw, 0.0 if bias is None else bias, tol, key,
-        loss=loss, shrinking=bool(shrinking), max_iter=int(max_iter),
+    if loss not in _LOSSES:
+        raise InputError(f"loss must be one of {_LOSSES}, got {loss!r}")
+    max_iter = positive_int("max_iter", max_iter)
+    X, dt = _check_X(X, dtype)
+    y = plus_minus_labels("y", y, X.shape[0], dt)
+    C = positive("C", C, dt)
+    tol = positive("tol", tol, dt)
+    bias = _check_bias(bias, dt)
+    w_pos, w_neg = class_weights(class_weight, (1, -1), y)
+    W, b, A, n_iter, code, dual = _fit_binary(
+        X, y, C, w_pos, w_neg, bias, tol, key,
+        loss=loss, shrinking=bool(shrinking), max_iter=max_iter,
     )
-    return LinearSVM(w=W, b=b, alpha=A, n_iter=n_iter, converged=conv, dual_objective=dual)
+    stats = {"alpha": A, "n_iter": n_iter, "dual_objective": dual}
+    return Solution(LinearSVM(w=W, b=b), code, stats).check(throw)
+
+
+def _check_bias(bias, dt):
+    if bias is None:
+        return jnp.asarray(0.0, dt)
+    v = concrete(bias)
+    if v is not None and (v.ndim != 0 or not (np.isfinite(v) and v >= 0)):
+        raise InputError(f"bias must be a finite scalar >= 0 (or None), got {bias!r}")
+    return jnp.asarray(bias, dt)
 
 
 def dcd_grid(
     X: Float[Array, "n d"], y: Float[Array, " n"], Cs: Float[Array, " g"], **kwargs
-) -> LinearSVM:
+) -> Solution[LinearSVM]:
     """`dcd` for every C in `Cs`, vmapped: one compiled program, one pass over the rows per
-    step for all models. Returns a `LinearSVM` whose leaves have a leading `[g]` axis."""
+    step for all models. Returns a `Solution` whose arrays have a leading `[g]` axis."""
     Cs = jnp.asarray(Cs)
     if Cs.ndim != 1:
-        raise ValueError(f"Cs must be 1-D, got shape {Cs.shape}")
-    cv = _concrete(Cs)
-    if cv is not None and not np.all(cv > 0):
-        raise ValueError(f"every C must be > 0, got {cv}")
+        raise InputError(f"Cs must be 1-D, got shape {Cs.shape}")
+    cv = concrete(Cs)
+    if cv is not None and not np.all(np.isfinite(cv) & (cv > 0)):
+        raise InputError(f"every C must be a finite number > 0, got {cv}")
     return jax.vmap(lambda c: dcd(X, y, C=c, **kwargs))(Cs)
-
-
-@functools.partial(jax.jit, static_argnames=("loss", "shrinking", "max_iter"))
-def _fit_ovr(X, Y, C, cw, bias, tol, key, *, loss, shrinking, max_iter):
-    dt = X.dtype
-    C, cw = _checked_costs(C, cw, dt)
-    bias = jnp.asarray(bias, dt)
-    solve = _solver(loss, shrinking, max_iter)
-
-    def one(y, w_pos):  # class k against the rest: C+ = C * weight_k, C- = C (as LIBLINEAR)
-        W, wb, A, n_iter, conv, dual = solve(
-            X, y[None], (C * w_pos)[None], C[None], bias[None], jnp.asarray(tol, dt)[None], key
-        )
-        return W[0], wb[0] * bias, A[0], n_iter[0], conv[0], dual[0]
-
-    return jax.vmap(one)(Y, cw)
 
 
 def dcd_ovr(
     X: Float[Array, "n d"],
     labels: Any,
     *,
-    C: float | Array = 1.0,
-    loss: Loss = "squared_hinge",
-    bias: float | Array | None = 1.0,
-    tol: float | Array = 1e-4,
-    max_iter: int = 1000,
-    class_weight: Sequence[float] | Array | None = None,
-    shrinking: bool = True,
-    key: Array,
     classes: Sequence[Any] | None = None,
-) -> LinearSVM:
-    """One-vs-rest multiclass linear SVM (LinearSVC's `multi_class="ovr"`), all classes
-    vmapped into one program.
+    class_weight: Mapping[Any, Any] | str | None = None,
+    dtype: Any = None,
+    **options: Any,
+) -> Solution[LinearSVM]:
+    """One-vs-rest multiclass linear SVM (LinearSVC's `multi_class="ovr"`):
+    `one_vs_rest(dcd, ...)`, all classes vmapped into one program that reads each row once
+    per step for every class.
 
-    Class k's model separates `labels == classes[k]` (+1) from the rest (-1). `class_weight`
-    (one weight per class, in `classes` order) scales the cost of the positive side only,
-    C+ = C * weight_k, C- = C, as LIBLINEAR and LinearSVC do.
-
-    Args:
-        X: `[n, d]` features.
-        labels: `[n]` class labels (numbers, or strings when not traced).
-        classes: the labels, sorted; required only when `labels` is traced. Default: the
-            sorted unique labels.
-        C, loss, bias, tol, max_iter, shrinking, key: as in `dcd`.
-
-    Returns:
-        A `LinearSVM` with `w` `[k, d]`, `b` `[k]`, `alpha` `[k, n]`, per-class stats and
-        `classes`; `predict` gives labels (argmax of the scores, ties to the lowest class).
+    Class k's model separates `labels == classes[k]` (+1) from the rest (-1); class k's
+    weight scales the cost of its positive side only, C+ = C * weight_k, C- = C, as
+    LIBLINEAR and LinearSVC do. Options as in `dcd`. `predict` gives labels (argmax of the
+    scores, ties to the lowest class); the stats are per class.
     """
-    _check_common(loss, C, bias, tol, max_iter)
-    X, dt = _check_X(X)
-    lab = _concrete(labels) if not isinstance(labels, (list, tuple)) else np.asarray(labels)
-    if classes is None:
-        if lab is None:
-            raise ValueError("labels are traced: pass classes= (the sorted class labels)")
-        classes = np.unique(lab)
-    classes_t = tuple(c.item() if hasattr(c, "item") else c for c in np.asarray(classes))
-    k = len(classes_t)
-    if k < 2:
-        raise ValueError(f"need at least 2 classes, got {classes_t}")
-    if lab is not None:
-        if lab.ndim != 1 or lab.shape[0] != X.shape[0]:
-            raise ValueError(f"labels must be [n] = [{X.shape[0]}], got shape {lab.shape}")
-        onehot = lab[None, :] == np.asarray(classes_t, dtype=lab.dtype)[:, None]
-        if not np.all(onehot.any(axis=0)):
-            raise ValueError("labels hold values that are not in classes")
-        Y = jnp.asarray(np.where(onehot, 1.0, -1.0), dt)
-    else:
-        labels = jnp.asarray(labels)
-        if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
-            raise ValueError(f"labels must be [n] = [{X.shape[0]}], got shape {labels.shape}")
-        Y = jnp.where(labels[None, :] == jnp.asarray(classes_t)[:, None], 1.0, -1.0).astype(dt)
-    cw = _class_weights(class_weight, k, dt,
-                        f"class_weight must have one weight per class ({k}), got {{}}")
-    W, b, A, n_iter, conv, dual = _fit_ovr(
-        X, Y, C, cw, 0.0 if bias is None else bias, tol, key,
-        loss=loss, shrinking=bool(shrinking), max_iter=int(max_iter),
-    )
-    return LinearSVM(
-        w=W, b=b, alpha=A, n_iter=n_iter, converged=conv, dual_objective=dual, classes=classes_t
-    )
+    X, _ = _check_X(X, dtype)
+    return one_vs_rest(dcd, X, labels, classes=classes, class_weight=class_weight, **options)
 
 
 def primal_objective(
@@ -597,19 +504,20 @@ def primal_objective(
     C: float | Array = 1.0,
     loss: Loss = "squared_hinge",
     bias: float | Array | None = 1.0,
-    class_weight: Sequence[float] | Array | None = None,
+    class_weight: Mapping[Any, Any] | str | None = None,
 ) -> Float[Array, "*classes"]:
     """LIBLINEAR's primal ½‖[w, w_bias]‖² + Σ C_i ξ_i with w_bias = b / bias and
     ξ_i = max(0, 1 − y_i f(x_i)) (hinge) or its square (squared hinge).
 
-    Binary model: `y` in {-1, +1}, `class_weight` = (weight of +1, weight of -1), a scalar
-    result. One-vs-rest model (`classes` set): `y` are labels, `class_weight` one weight per
-    class for its positive side, and the result is `[k]`, one objective per class problem. A
+    Binary model: `y` in {-1, +1}, `class_weight` `{1: w_pos, -1: w_neg}`, a scalar result.
+    One-vs-rest model (`classes` set): `y` are labels, `class_weight` `label -> weight` for
+    the positive side of each class problem, and the result is `[k]`, one objective per class
+    problem (the same mappings the learners take). A
     LinearSVC fit can be scored the same way: `LinearSVM(w=coef_[0], b=intercept_[0], ...)`
     with `bias=intercept_scaling`.
     """
     if loss not in _LOSSES:
-        raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
+        raise InputError(f"loss must be one of {_LOSSES}, got {loss!r}")
     w = jnp.asarray(model.w)
     dt = w.dtype
     X = jnp.asarray(X, dt)
@@ -619,7 +527,7 @@ def primal_objective(
     f = X @ w.T + (b if b.ndim == 0 else b[None, :]) if w.ndim > 1 else X @ w + b
     if model.classes is None:
         Y = jnp.asarray(y, dt)
-        cw = jnp.ones(2, dt) if class_weight is None else jnp.asarray(class_weight, dt)
+        cw = jnp.asarray(class_weights(class_weight, (1, -1), y), dt)
         Ci = C * jnp.where(Y > 0, cw[0], cw[1])
     else:
         lab = np.asarray(y)
@@ -627,8 +535,7 @@ def primal_objective(
             np.where(lab[:, None] == np.asarray(model.classes, dtype=lab.dtype)[None, :], 1, -1),
             dt,
         )
-        k = len(model.classes)
-        cw = jnp.ones(k, dt) if class_weight is None else jnp.asarray(class_weight, dt)
+        cw = jnp.asarray(class_weights(class_weight, model.classes, lab), dt)
         Ci = C * jnp.where(Y > 0, cw[None, :], 1)
     xi = jnp.maximum(0, 1 - Y * f)
     if loss == "squared_hinge":

@@ -11,35 +11,47 @@ Everything is one `lax.while_loop` over arrays: `jax.vmap` trains all one-vs-res
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Float
+
+from .._labels import labels_at
+from .._solution import Solution, result_code
+from .._validate import (
+    class_weights,
+    finite,
+    float_dtype,
+    plus_minus_labels,
+    positive,
+    positive_int,
+    sign_labels,
+)
+from ..errors import InputError
+from ..kernels._base import AbstractKernel
+from ..kernels._tree_kernels import as_trees
+from ._expansion import KernelExpansion, split_tree_kernel
+from ._ovr import one_vs_rest
 
 _TAU = 1e-12  # LIBSVM's floor for a non-positive second derivative
 
 
 class KernelSVM(eqx.Module):
-    """A trained kernel SVM (binary, or one-vs-rest with a leading class axis).
+    """A kernel SVM on a precomputed Gram matrix (binary, or one-vs-rest with a leading class
+    axis).
 
     Attributes:
         coef: `[..., n]` a_i y_i over the training inputs (0 off the support vectors).
         intercept: `[...]` -rho.
-        dual_objective: `[...]` ½ aᵀQa − Σa at the solution.
-        n_iter: `[...]` SMO steps taken.
-        converged: `[...]` whether the stopping rule was met within `max_iter`.
         classes: for one-vs-rest models, the class labels (sorted), else None.
     """
 
     coef: Float[Array, "*classes n"]
     intercept: Float[Array, "*classes"]
-    dual_objective: Float[Array, "*classes"]
-    n_iter: Int[Array, "*classes"]
-    converged: Bool[Array, "*classes"]
     classes: tuple[Any, ...] | None = eqx.field(static=True, default=None)
 
     @property
@@ -56,15 +68,34 @@ class KernelSVM(eqx.Module):
     def decision_function(self, k: Float[Array, "m n"]) -> Float[Array, "m *classes"]:
         """Decision values from `k[i, j] = K(x_i, train_j)`."""
         k = jnp.asarray(k)
+        n = self.coef.shape[-1]
+        if k.ndim != 2 or k.shape[1] != n:
+            raise InputError(f"kernel block has shape {tuple(k.shape)}; the model was trained on "
+                             f"{n} inputs: pass K(test, train) of shape [m, {n}]")
         prec = jax.lax.Precision.HIGHEST
         return jnp.matmul(k, jnp.moveaxis(self.coef, -1, 0), precision=prec) + self.intercept
 
     def predict(self, k: Float[Array, "m n"]):
-        """±1 (binary) or class labels (one-vs-rest: the highest decision value)."""
+        """±1 (binary: +1 where f >= 0) or class labels (one-vs-rest: the highest decision
+        value, ties to the lowest class)."""
         f = self.decision_function(k)
         if self.classes is None:
-            return jnp.where(f >= 0, 1, -1)
-        return np.asarray(self.classes)[np.asarray(jnp.argmax(f, axis=-1))]
+            return sign_labels(f)
+        return labels_at(self.classes, jnp.argmax(f, axis=-1))
+
+    def expand(self, kernel: AbstractKernel, inputs: Sequence[Any]) -> KernelExpansion:
+        """The model as a `KernelExpansion` over its support inputs (`inputs`: the training
+        inputs of the Gram matrix, in its order), which classifies new inputs itself."""
+        if len(inputs) != self.coef.shape[-1]:
+            raise InputError(f"{len(inputs)} inputs for a model trained on "
+                             f"{self.coef.shape[-1]}")
+        support = self.support
+        split = split_tree_kernel(kernel)
+        chosen = [inputs[int(i)] for i in support]
+        if split is not None:
+            chosen = as_trees(chosen, split[0].tree_index)
+        return KernelExpansion(kernel, self.coef[..., support], self.intercept,
+                               tuple(int(i) for i in support), tuple(chosen), self.classes)
 
 
 def _smo(k, y, c_i, tol, max_iter):
@@ -154,72 +185,68 @@ def _smo(k, y, c_i, tol, max_iter):
 
 @eqx.filter_jit
 def _fit(k, y, c_i, tol, max_iter):
-    return _smo(k, y, c_i, tol, max_iter)
+    coef, b, objective, it, ok = _smo(k, y, c_i, tol, max_iter)
+    finite = jnp.isfinite(objective) & jnp.isfinite(b)
+    return coef, b, objective, it, result_code(ok, finite)
 
 
-@eqx.filter_jit
-def _fit_many(k, ys, cs, tol, max_iter):
-    return jax.vmap(_smo, in_axes=(None, 0, 0, None, None))(k, ys, cs, tol, max_iter)
-
-
-def _check_gram(gram) -> Array:
+def _check_gram(gram, dtype) -> Array:
     k = jnp.asarray(gram)
     if k.ndim != 2 or k.shape[0] != k.shape[1]:
-        raise ValueError(f"gram must be a square [n, n] matrix, got shape {k.shape}")
-    if not jnp.issubdtype(k.dtype, jnp.floating):
-        k = k.astype(float)
+        raise InputError(f"gram must be a square [n, n] matrix, got shape {k.shape}")
+    if k.shape[0] < 2:
+        raise InputError(f"gram must hold at least 2 examples, got shape {k.shape}")
+    k = k.astype(float_dtype(dtype, k))
+    finite("gram", k)
     return k
 
 
-def _per_example_c(y, c, class_weight, dtype):
-    w_pos, w_neg = (1.0, 1.0) if class_weight is None else class_weight
-    return jnp.where(y > 0, c * w_pos, c * w_neg).astype(dtype)
-
-
-def ksvm(gram: Float[Array, "n n"], y: Sequence[int], *, C: float = 1.0,
-         class_weight: tuple[float, float] | None = None, tol: float = 1e-3,
-         max_iter: int = 1_000_000) -> KernelSVM:
+def ksvm(gram: Float[Array, "n n"], y: Any, *, C: Any = 1.0,
+         class_weight: Mapping[Any, Any] | str | None = None, tol: Any = 1e-3,
+         max_iter: int = 1_000_000, dtype: Any = None, throw: bool = False
+         ) -> Solution[KernelSVM]:
     """A binary C-SVM on a precomputed Gram matrix (labels ±1).
 
     Args:
         gram: `[n, n]` kernel matrix of the training inputs.
         y: ±1 labels.
-        C: the box constraint.
-        class_weight: `(w_pos, w_neg)`: C_i = C * w of y_i's class (LIBSVM's -wi).
+        C: the box constraint (> 0; may be traced: `jax.vmap` over a grid of C).
+        class_weight: `{1: w_pos, -1: w_neg}` or "balanced": C_i = C * weight(y_i)
+            (LIBSVM's -wi).
         tol: stopping tolerance on the maximal violating pair (LIBSVM's -e, default 1e-3).
         max_iter: bound on SMO steps.
+        dtype: computation dtype (default: the Gram matrix's floating dtype).
+        throw: raise `ConvergenceError` unless the stopping rule was met.
+
+    Returns:
+        A `Solution` with a `KernelSVM` and stats `n_iter` (SMO steps) and `dual_objective`
+        (½ aᵀQa − Σa at the solution).
 
     >>> import jax.numpy as jnp
     >>> x = jnp.array([[0.0], [1.0], [3.0], [4.0]])
-    >>> model = ksvm(x @ x.T + 1, [-1, -1, 1, 1], C=10.0)
+    >>> model = ksvm(x @ x.T + 1, [-1, -1, 1, 1], C=10.0).model
     >>> model.predict(jnp.array([[0.5], [3.5]]) @ x.T + 1).tolist()
     [-1, 1]
     """
-    k = _check_gram(gram)
-    y = jnp.asarray(y)
-    if y.shape != (k.shape[0],) or not bool(jnp.all((y == 1) | (y == -1))):
-        raise ValueError("y must hold one label +1 or -1 per row of gram")
-    if not C > 0:
-        raise ValueError(f"C must be > 0, got {C}")
-    y = y.astype(k.dtype)
-    coef, b, obj, it, ok = _fit(k, y, _per_example_c(y, C, class_weight, k.dtype),
-                                jnp.asarray(tol, k.dtype), jnp.int32(max_iter))
-    return KernelSVM(coef, b, obj, it, ok)
+    k = _check_gram(gram, dtype)
+    n = k.shape[0]
+    y = plus_minus_labels("y", y, n, k.dtype)
+    C = positive("C", C, k.dtype)
+    tol = positive("tol", tol, k.dtype)
+    max_iter = positive_int("max_iter", max_iter)
+    w_pos, w_neg = class_weights(class_weight, (1, -1), y)
+    c_i = jnp.where(y > 0, C * jnp.asarray(w_pos, k.dtype), C * jnp.asarray(w_neg, k.dtype))
+    c_i = eqx.error_if(c_i, ~(c_i > 0), "class weights must be > 0")
+    coef, b, obj, it, code = _fit(k, y, c_i, tol, jnp.int32(max_iter))
+    solution = Solution(KernelSVM(coef, b), code, {"n_iter": it, "dual_objective": obj})
+    return solution.check(throw)
 
 
-def ksvm_ovr(gram: Float[Array, "n n"], labels: Sequence[Any], *, C: float = 1.0,
-             tol: float = 1e-3, max_iter: int = 1_000_000) -> KernelSVM:
-    """One-vs-rest C-SVMs for every class of `labels`, trained as one vmapped program."""
-    k = _check_gram(gram)
-    labels = np.asarray(labels)
-    if labels.shape != (k.shape[0],):
-        raise ValueError(f"labels must have one entry per row of gram ({k.shape[0]})")
-    classes = np.unique(labels)
-    if len(classes) < 2:
-        raise ValueError("one-vs-rest needs at least two classes")
-    if not C > 0:
-        raise ValueError(f"C must be > 0, got {C}")
-    ys = jnp.asarray(np.where(labels[None, :] == classes[:, None], 1.0, -1.0), k.dtype)
-    cs = jnp.full(ys.shape, C, k.dtype)
-    coef, b, obj, it, ok = _fit_many(k, ys, cs, jnp.asarray(tol, k.dtype), jnp.int32(max_iter))
-    return KernelSVM(coef, b, obj, it, ok, tuple(classes.tolist()))
+def ksvm_ovr(gram: Float[Array, "n n"], labels: Any, *, C: Any = 1.0,
+             class_weight: Mapping[Any, Any] | str | None = None,
+             classes: Sequence[Any] | None = None, **options: Any) -> Solution[KernelSVM]:
+    """One-vs-rest C-SVMs for every class of `labels`, trained as one vmapped program over
+    the shared Gram matrix (`one_vs_rest(ksvm, ...)`; options as `ksvm`)."""
+    k = _check_gram(gram, options.pop("dtype", None))
+    return one_vs_rest(ksvm, k, labels, classes=classes, class_weight=class_weight, C=C,
+                       **options)

@@ -1,0 +1,147 @@
+"""Trace-safe checks shared by the learners (docs/learners.md, "Validation").
+
+A value known now (a Python number, a NumPy array, a concrete JAX array) is checked at once
+and a bad one raises `InputError` naming the argument; a traced value (inside `jit`, `vmap`,
+`grad`) is checked with `equinox.error_if`, so a `jax.vmap` over C never trips on a Python
+`if`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array
+
+from .errors import InputError
+
+
+def concrete(x: Any) -> np.ndarray | None:
+    """`x` as a NumPy array if its value is known now (not a tracer), else None."""
+    if isinstance(x, jax.core.Tracer):
+        return None
+    if isinstance(x, (list, tuple)) and any(isinstance(v, jax.core.Tracer) for v in x):
+        return None
+    try:
+        return np.asarray(x)
+    except Exception:  # an abstract value
+        return None
+
+
+def positive(name: str, value: Any, dtype: Any) -> Array:
+    """`value` as a `dtype` scalar, required finite and > 0 (e.g. C, a tolerance)."""
+    v = concrete(value)
+    if v is not None:
+        if v.ndim != 0:
+            raise InputError(f"{name} must be a scalar (vmap over a grid of {name}), "
+                             f"got shape {v.shape}")
+        if not (np.isfinite(v) and v > 0):
+            raise InputError(f"{name} must be a finite number > 0, got {v}")
+        return jnp.asarray(value, dtype)
+    value = jnp.asarray(value, dtype)
+    return eqx.error_if(value, ~(jnp.isfinite(value) & (value > 0)),
+                        f"{name} must be a finite number > 0")
+
+
+def positive_int(name: str, value: Any) -> int:
+    """A static positive integer option (max_iter, epochs, ...)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InputError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def float_dtype(requested: Any, data: Any = None) -> Any:
+    """The dtype a learner computes in: `requested`, else the data's floating dtype, else
+    JAX's default float (float64 under x64). float64 without x64 is an error."""
+    from .kernels._base import resolve_dtype
+
+    if requested is None and data is not None:
+        dt = jnp.asarray(data).dtype if not hasattr(data, "dtype") else data.dtype
+        if jnp.issubdtype(dt, jnp.floating):
+            requested = dt
+    return resolve_dtype(requested)
+
+
+def plus_minus_labels(name: str, y: Any, n: int, dtype: Any) -> Array:
+    """±1 labels `[n]` as `dtype`; concrete labels must hold both -1 and +1."""
+    yv = concrete(y)
+    if yv is not None:
+        if yv.shape != (n,):
+            raise InputError(f"{name} must hold one label per example ([{n}]), got shape "
+                             f"{yv.shape}")
+        if not np.all((yv == 1) | (yv == -1)):
+            bad = np.unique(yv[(yv != 1) & (yv != -1)])[:5]
+            raise InputError(f"{name} must hold only -1 and +1 (use the one-vs-rest learner "
+                             f"for other labels), got {bad.tolist()}")
+        if not (np.any(yv == 1) and np.any(yv == -1)):
+            raise InputError(f"{name} holds only {int(yv[0]) if n else 'no'} labels: a binary "
+                             "learner needs examples of both classes (+1 and -1)")
+        return jnp.asarray(yv, dtype)
+    y = jnp.asarray(y)
+    if y.shape != (n,):
+        raise InputError(f"{name} must hold one label per example ([{n}]), got shape {y.shape}")
+    return y.astype(dtype)
+
+
+def class_weights(class_weight: Mapping[Any, Any] | str | None, classes: Sequence[Any],
+                  labels: Any = None) -> Any:
+    """Per-class weights in `classes` order from `None` (all 1), a mapping `label -> weight`
+    (absent labels weigh 1) or `"balanced"` (n / (n_classes * count), from concrete
+    `labels`). Concrete weights must be finite and > 0; traced ones are left to the solver's
+    `error_if`. Returns a list (entries may be tracers)."""
+    if class_weight is None:
+        return [1.0] * len(classes)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise InputError(f"class_weight must be a mapping label -> weight, 'balanced' or "
+                             f"None, got {class_weight!r}")
+        lab = concrete(labels)
+        if lab is None:
+            raise InputError("class_weight='balanced' needs concrete labels (not traced)")
+        counts = np.array([np.sum(lab == c) for c in classes], np.float64)
+        if np.any(counts == 0):
+            raise InputError("class_weight='balanced': a class has no examples")
+        return (len(lab) / (len(classes) * counts)).tolist()
+    if not isinstance(class_weight, Mapping):
+        raise InputError("class_weight must be a mapping label -> weight (e.g. {1: 5.0, "
+                         f"-1: 1.0}}), 'balanced' or None, got {type(class_weight).__name__}")
+    known = {_key(c) for c in classes}
+    unknown = [k for k in class_weight if _key(k) not in known]
+    if unknown:
+        raise InputError(f"class_weight names labels that are not classes: {unknown[:5]} "
+                         f"(classes: {list(classes)[:10]})")
+    by_key = {_key(k): w for k, w in class_weight.items()}
+    weights = [by_key.get(_key(c), 1.0) for c in classes]
+    for c, w in zip(classes, weights):
+        v = concrete(w)
+        if v is not None and not (v.ndim == 0 and np.isfinite(v) and v > 0):
+            raise InputError(f"class_weight[{c!r}] must be a finite number > 0, got {w!r}")
+    return weights
+
+
+def _key(label: Any) -> Any:
+    """A hashable, type-tolerant key: 1, 1.0 and np.int64(1) name the same class."""
+    if isinstance(label, (np.generic, np.ndarray)):
+        label = label.item()
+    if isinstance(label, numbers.Number) and not isinstance(label, bool):
+        return float(label)
+    return label
+
+
+def sign_labels(f: Array) -> Array:
+    """The binary tie rule: +1 where the decision value is >= 0, else -1 (int32)."""
+    return jnp.where(f >= 0, 1, -1).astype(jnp.int32)
+
+
+def finite(name: str, x: Any) -> None:
+    """Concrete `x` must hold only finite values (checked where it lives: no host copy)."""
+    if isinstance(x, jax.core.Tracer):
+        return
+    a = x if isinstance(x, jax.Array) else np.asarray(x)
+    if a.dtype.kind in "fc" and not bool(jnp.all(jnp.isfinite(a))):
+        raise InputError(f"{name} holds NaN or inf values")

@@ -1,0 +1,28 @@
+"""The errors jkern raises: input errors (what the caller passed is wrong, and the message says
+what to pass instead) and numerical errors (the computation itself failed).
+
+Both derive from the built-in exceptions code already catches: an `InputError` is a
+`ValueError`, a `NumericalError` a `FloatingPointError` (an `ArithmeticError`).
+"""
+
+from __future__ import annotations
+
+
+class JkernError(Exception):
+    """Base class of every error jkern raises on purpose."""
+
+
+class InputError(JkernError, ValueError):
+    """An argument, file or value the caller gave is not valid input."""
+
+
+class ModelFileError(InputError):
+    """A file given to `jkern.load` is not a jkern model file this version can read."""
+
+
+class NumericalError(JkernError, FloatingPointError):
+    """A computation produced inf/NaN or otherwise failed numerically."""
+
+
+class ConvergenceError(NumericalError):
+    """A solver asked to `throw` did not reach its stopping rule."""
