@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Int
 
+from ._validate import is_traced
 from .errors import ConvergenceError
 
 Model = TypeVar("Model")
@@ -74,7 +74,7 @@ class Solution(eqx.Module, Generic[Model]):
         `equinox.error_if` on the model's arrays."""
         if not throw:
             return self
-        if isinstance(self.result, jax.core.Tracer):
+        if is_traced(self.result):
             msg = "the solver did not succeed (see jkern.RESULTS; throw=False returns the result)"
             result = eqx.error_if(self.result, self.result != RESULTS.successful, msg)
             return eqx.tree_at(lambda s: s.result, self, result)

@@ -14,6 +14,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
@@ -21,11 +22,16 @@ from jaxtyping import Array
 from .errors import InputError
 
 
+def is_traced(x: Any) -> bool:
+    """Whether `x` is a tracer (inside `jit`, `vmap`, `grad`): its value is not known now."""
+    return isinstance(x, jax.core.Tracer)
+
+
 def concrete(x: Any) -> np.ndarray | None:
     """`x` as a NumPy array if its value is known now (not a tracer), else None."""
-    if isinstance(x, jax.core.Tracer):
+    if is_traced(x):
         return None
-    if isinstance(x, (list, tuple)) and any(isinstance(v, jax.core.Tracer) for v in x):
+    if isinstance(x, (list, tuple)) and any(is_traced(v) for v in x):
         return None
     try:
         return np.asarray(x)
@@ -128,7 +134,7 @@ def _key(label: Any) -> Any:
     """A hashable, type-tolerant key: 1, 1.0 and np.int64(1) name the same class."""
     if isinstance(label, (np.generic, np.ndarray)):
         label = label.item()
-    if isinstance(label, numbers.Number) and not isinstance(label, bool):
+    if isinstance(label, (int, float)) and not isinstance(label, bool):
         return float(label)
     return label
 
@@ -140,7 +146,7 @@ def sign_labels(f: Array) -> Array:
 
 def finite(name: str, x: Any) -> None:
     """Concrete `x` must hold only finite values (checked where it lives: no host copy)."""
-    if isinstance(x, jax.core.Tracer):
+    if is_traced(x):
         return
     a = x if isinstance(x, jax.Array) else np.asarray(x)
     if a.dtype.kind in "fc" and not bool(jnp.all(jnp.isfinite(a))):

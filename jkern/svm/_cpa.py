@@ -255,7 +255,8 @@ def draw_sample(key: jax.Array, n: int, r: int, importance: np.ndarray | None) -
         draw = max(2 * r, 64)
         cand = np.asarray(jax.random.randint(k_idx, (draw,), 0, n))
         coin = np.asarray(jax.random.uniform(k_coin, (draw,), dtype=jnp.float64
-                                             if jax.config.jax_enable_x64 else jnp.float32))
+                                             if jax.config.read("jax_enable_x64")
+                                             else jnp.float32))
         keep = cand[coin < accept[cand]]
         kept.append(keep)
         count += len(keep)
@@ -375,7 +376,7 @@ def cpa(
     gram_planes = _GramPlanes(blocks) if isinstance(blocks, _GramBlocks) else None
     exact = r >= n  # every example in every plane: the stopping test is deterministic
     exact_weighted = importance is not None and exact
-    if exact_weighted:
+    if importance is not None and exact:
         keep = np.flatnonzero(importance > 0)
         share_all = importance[keep] / importance.sum()
     passes = 0  # consecutive samples that passed the stopping test
@@ -384,8 +385,11 @@ def cpa(
         if exact_weighted:  # every example, with its share of the weighted mean loss
             uniq, mult, share = keep, np.ones(len(keep), np.int64), share_all
         else:  # a sampled plane's share of example i: its draws / r
-            idx = (np.arange(n) if exact else
-                   draw_sample(jax.random.fold_in(key, it), n, r, importance))
+            if exact:
+                idx = np.arange(n)
+            else:
+                assert key is not None  # checked above: sampling needs a key
+                idx = draw_sample(jax.random.fold_in(key, it), n, r, importance)
             uniq, mult = np.unique(idx, return_counts=True)
             share = mult / r
         samples.append(uniq)
@@ -505,7 +509,7 @@ def delta_counts(kernel: AbstractKernel, x: Sequence[Any], result: Solution, *,
         return sum((distinct(idx[s:s + block_size]) for s in range(0, len(idx), block_size)),
                    np.zeros(n_keys))
 
-    counts = dict.fromkeys(MODES, 0.0)
+    counts: dict[str, Any] = dict.fromkeys(MODES, 0.0)
     planes = result.stats["planes"]
     for it, sample in enumerate(result.stats["samples"]):
         before = planes[:it]  # planes in the model when iteration `it` computed margins
@@ -525,7 +529,8 @@ def delta_counts(kernel: AbstractKernel, x: Sequence[Any], result: Solution, *,
     return {mode: int(round(v)) for mode, v in counts.items()}
 
 
-def _plane_products(blocks: _KernelBlocks, planes: list[_Plane], rows: np.ndarray) -> np.ndarray:
+def _plane_products(blocks: _KernelBlocks | _GramBlocks, planes: list[_Plane],
+                    rows: np.ndarray) -> np.ndarray:
     """`[len(rows), planes]` g_j . phi(x_i), computed as the mode prescribes."""
     out = np.zeros((len(rows), len(planes)))
     if not planes:

@@ -148,6 +148,8 @@ class KernelExpansion(eqx.Module):
             if self.classes is None:
                 return np.asarray(signs)
             return labels_at(self.classes, (signs > 0).astype(jnp.int32))
+        if self.classes is None:  # only a hand-built model lacks them
+            raise InputError("a one-vs-rest model needs its classes")
         return labels_at(self.classes, jnp.argmax(f, axis=-1))
 
     @staticmethod

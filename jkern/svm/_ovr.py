@@ -20,8 +20,10 @@ def _classes_of(labels: Any, classes: Sequence[Any] | None) -> tuple[tuple, np.n
     if classes is None:
         if lab is None:
             raise InputError("labels are traced: pass classes= (the sorted class labels)")
-        classes = np.unique(lab)
-    classes_t = tuple(c.item() if hasattr(c, "item") else c for c in np.asarray(classes))
+        found = np.unique(lab)
+    else:
+        found = np.asarray(classes)
+    classes_t = tuple(c.item() if hasattr(c, "item") else c for c in found)
     if len(classes_t) < 2:
         raise InputError(f"one-vs-rest needs at least 2 classes, got {list(classes_t)}")
     return classes_t, lab
