@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._labels import labels_at
+from .._validate import is_traced
 
 
 def _dropout(x: Array, rate: Array, key: PRNGKeyArray | None) -> Array:
@@ -98,7 +99,7 @@ class KDA(eqx.Module):
 
     def __check_init__(self):
         rate = self.dropout
-        if not isinstance(rate, jax.core.Tracer) and rate.ndim == 0 and not 0 <= float(rate) < 1:
+        if not is_traced(rate) and rate.ndim == 0 and not 0 <= float(rate) < 1:
             raise ValueError(f"dropout must be in [0, 1), got {float(rate)}")
 
     @property
@@ -136,7 +137,10 @@ class KDA(eqx.Module):
 
     def penalty(self) -> Float[Array, ""]:
         """Σ‖W‖² over the hidden and output weight matrices (not biases, not H_Ny)."""
-        return sum(jnp.sum(layer.weight ** 2) for layer in (*self.hidden, self.output))
+        total = jnp.zeros((), self.output.weight.dtype)
+        for layer in (*self.hidden, self.output):  # the order of the sums fixes the rounding
+            total = total + jnp.sum(layer.weight ** 2)
+        return total
 
     def trainable(self) -> KDA:
         """A filter spec (pytree of bools) of the trained leaves: layers, and H_Ny if asked."""
@@ -149,4 +153,5 @@ class KDA(eqx.Module):
 
 def _linear(layer: eqx.nn.Linear, x: Float[Array, "n i"]) -> Float[Array, "n o"]:
     """A Linear layer on a batch (one matmul, not a vmap of matrix-vector products)."""
-    return x @ layer.weight.T + layer.bias
+    # the layers are built with use_bias=True
+    return x @ layer.weight.T + (0.0 if layer.bias is None else layer.bias)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +77,7 @@ class Tree:
         """Build from `(label, [child, ...])` tuples; a bare string is a leaf."""
         labels: list[str] = []
         children: list[list[int]] = []
-        stack: list[tuple[object, int]] = [(nested, -1)]
+        stack: list[tuple[Any, int]] = [(nested, -1)]
         while stack:
             node, parent = stack.pop()
             i = len(labels)
