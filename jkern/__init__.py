@@ -31,5 +31,8 @@ from ._nystrom import select_landmarks as select_landmarks
 from .kda import KDA as KDA
 from ._solution import RESULTS as RESULTS
 from ._solution import Solution as Solution
+from ._io import load as load
+from ._io import save as save
+from ._pipeline import NystromModel as NystromModel
 
 __version__ = "0.1.0"

@@ -1,4 +1,6 @@
-"""Saving a trained KDA with its Nyström projector in one `.npz` file."""
+"""Saving a trained KDA with its Nyström projector in one file: `save_kda` and `load_kda` wrap
+`jkern.save` / `jkern.load`. `kda_from_arrays` reads the old `jkern-kda-1` arrays (old files);
+`kda_arrays` writes them until the CLI writes with `jkern.save`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._nystrom import Nystrom, NystromEnsemble, projector_arrays, projector_from_arrays
+from .._io import load, save
+from .._nystrom import Nystrom, NystromEnsemble
+from .._pipeline import NystromModel
+from ..errors import ModelFileError
 from ._model import KDA
 
 _FORMAT = "jkern-kda-1"
@@ -58,19 +63,19 @@ def kda_from_arrays(data: Any, prefix: str = "kda.", source: str = "<arrays>") -
 
 def save_kda(path: str | os.PathLike[str], model: KDA,
              projector: Nystrom | NystromEnsemble | None = None) -> None:
-    """Writes `model` (and the projector whose landmarks give its input columns) to `path`."""
-    arrays = kda_arrays(model)
-    if projector is not None:
-        arrays.update(projector_arrays(projector, prefix="nystrom."))
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
+    """`jkern.save(path, model)`, or with the projector whose landmarks give its input
+    columns, `jkern.save(path, jkern.NystromModel(projector, model))`."""
+    save(path, model if projector is None else NystromModel(projector, model))
 
 
 def load_kda(path: str | os.PathLike[str]) -> tuple[KDA, Nystrom | NystromEnsemble | None]:
-    """Reads what `save_kda` wrote: (model, projector or None). Predictions of the reloaded
-    model are bit-identical."""
-    with np.load(path, allow_pickle=False) as data:
-        model = kda_from_arrays(data, source=str(path))
-        projector = (projector_from_arrays(data, prefix="nystrom.", source=str(path))
-                     if "nystrom.header" in data else None)
-    return model, projector
+    """`(model, projector or None)` from a file of `save_kda` (or of `jkern.save` holding a
+    KDA or a `NystromModel` with a KDA head; also the old `jkern-kda-1` files). Predictions
+    of the reloaded model are bit-identical."""
+    obj = load(path)
+    if isinstance(obj, NystromModel) and isinstance(obj.head, KDA):
+        return obj.head, obj.projector
+    if isinstance(obj, KDA):
+        return obj, None
+    raise ModelFileError(f"{os.fspath(path)}: holds a {type(obj).__name__}, not a jkern KDA "
+                         "model")

@@ -1,7 +1,9 @@
-"""Kernels to and from a JSON spec plus named arrays (for saving projectors and models).
+"""The kernel spec of the old file formats (`jkern.nystrom/1`, `jkern.model/1`).
 
-A kernel Module is rebuilt field by field, without running `__init__` again, so the reloaded
-kernel has bit-identical parameters (SPTK's normalized vectors, float64 decays).
+`jkern.save` / `jkern.load` (jkern/_io.py) now save kernels with everything else.
+`kernel_from_spec` reads the kernels of old files; `kernel_to_spec` stays only until the CLI
+writes with `jkern.save`. A kernel Module is rebuilt field by field, without running
+`__init__` again, so the reloaded kernel has bit-identical parameters.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def kernel_to_spec(kernel: _base.AbstractKernel, prefix: str = "kernel"):
 
 def kernel_from_spec(spec: dict[str, Any], arrays: Any) -> _base.AbstractKernel:
     """The kernel `kernel_to_spec` described (`arrays`: a mapping such as an open `.npz`)."""
-    cls = _CLASSES.get(spec.get("type"))
+    cls = _CLASSES.get(str(spec.get("type")))
     if cls is None:
         raise ValueError(f"unknown kernel type {spec.get('type')!r} in saved spec")
     kernel = object.__new__(cls)

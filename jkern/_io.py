@@ -1,0 +1,374 @@
+"""One file format for every jkern model and projector: `save(path, obj)` / `load(path)`.
+
+A model file is a zip (an `.npz`: `numpy.load` reads its arrays) holding `header.json` and one
+`.npy` member per array. The header names the format and its version, the jkern version that
+wrote it, and a recursive spec of the object: jkern Modules by their public class name (looked
+up in a registry of jkern's own classes, never imported by name), arrays by member name with
+their dtype and shape, trees as Penn text, and every other field as a JSON value whose Python
+type survives the round trip (`classes=(1, -1)` stays ints, `("a", "b")` strings). Objects are
+rebuilt field by field without running `__init__`, so every array is bit-identical; their
+`__check_init__` checks still run. Loading never unpickles and never executes code named by the
+file. See docs/save.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import math
+import os
+import sys
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._validate import is_traced
+from .errors import InputError, JkernError, ModelFileError
+from .trees._penn import parse_penn
+from .trees._svmlight import Example
+from .trees._tree import Tree
+
+FORMAT = "jkern.model"
+VERSION = 2  # 1: the `jkern train` files of jkern 0.1 (`jkern.model/1`, read by _load_legacy)
+HEADER = "header.json"
+_STAMP = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same object gives the same bytes
+_PUBLIC = ("jkern.kernels", "jkern.svm", "jkern.kda", "jkern.trees", "jkern.data", "jkern")
+_EXTRA = {"equinox.nn.Linear": eqx.nn.Linear, "jkern.trees.Example": Example}
+
+
+class _Corrupt(Exception):
+    """Raised while decoding; becomes a `ModelFileError` naming the file."""
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], Any]) -> None:
+    """Call `write` on a temporary binary file in `path`'s folder, then move it to `path`.
+
+    The data is flushed and fsynced before `os.replace`, so `path` holds either its old
+    content or the complete new file; a failed write leaves no partial file behind.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def _registry() -> tuple[dict[str, type], dict[type, str]]:
+    """`(name -> class, class -> canonical name)`: the concrete `equinox.Module` classes that
+    jkern's public packages export (under every public name), plus `_EXTRA`."""
+    by_name: dict[str, type] = dict(_EXTRA)
+    canonical: dict[type, str] = {cls: name for name, cls in _EXTRA.items()}
+    for package in _PUBLIC:
+        module = sys.modules.get(package)
+        for attr, cls in sorted(vars(module).items()) if module else ():
+            if (isinstance(cls, type) and issubclass(cls, eqx.Module)
+                    and cls.__module__.startswith("jkern.") and not attr.startswith("_")
+                    and not cls.__name__.startswith("Abstract") and not inspect.isabstract(cls)):
+                by_name[f"{package}.{attr}"] = cls
+                canonical.setdefault(cls, f"{package}.{attr}")
+    return by_name, canonical
+
+
+# --------------------------------------------------------------------------- save
+
+
+def save(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write a jkern model, projector or kernel to `path` (atomically; any file name).
+
+    `obj` is an instance of a class that jkern exports (kernels, `Nystrom`,
+    `NystromEnsemble`, `NystromModel`, `KDA`, `LinearSVM`, `KernelSVM`, `KernelExpansion`,
+    ...) whose fields are arrays, jkern Modules, trees, or JSON values (ints, floats, strings,
+    bools, None, and tuples, lists and string-keyed dicts of them). `load(path)` gives it
+    back with bit-identical arrays.
+
+    >>> import equinox as eqx, jkern, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "k.npz")
+    >>> kernel = jkern.Normalized(jkern.PTK(0.4, 0.3))
+    >>> jkern.save(path, kernel)
+    >>> bool(eqx.tree_equal(jkern.load(path), kernel))
+    True
+    """
+    import jkern
+
+    _, canonical = _registry()
+    if type(obj) not in canonical:
+        raise InputError(f"cannot save a {type(obj).__module__}.{type(obj).__qualname__}: "
+                         "jkern.save takes jkern models, projectors and kernels")
+    arrays: dict[str, np.ndarray] = {}
+    spec = _encode(obj, "", arrays, canonical)
+    header = {"format": FORMAT, "version": VERSION, "jkern": jkern.__version__, "object": spec}
+    text = json.dumps(header, ensure_ascii=False, allow_nan=False, indent=1).encode("utf-8")
+
+    def write(f: BinaryIO) -> None:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+            z.writestr(zipfile.ZipInfo(HEADER, _STAMP), text, zipfile.ZIP_DEFLATED)
+            for name, a in arrays.items():
+                with z.open(zipfile.ZipInfo(f"{name}.npy", _STAMP), "w", force_zip64=True) as m:
+                    np.lib.format.write_array(m, a, allow_pickle=False)
+
+    write_atomic(path, write)
+
+
+def _join(where: str, name: Any) -> str:
+    return f"{where}.{name}" if where else str(name)
+
+
+def _encode(value: Any, where: str, arrays: dict[str, np.ndarray],
+            canonical: dict[type, str]) -> Any:
+    """The JSON spec of `value`; its arrays go into `arrays` under their field path."""
+    kind = type(value)
+    if is_traced(value):
+        raise InputError(f"cannot save {where}: it is traced (save outside jit/vmap/grad)")
+    if isinstance(value, (jax.Array, np.ndarray)):
+        a = np.asarray(value)
+        if a.dtype.kind not in "biufcUS" or np.dtype(a.dtype.str) != a.dtype:
+            raise InputError(f"cannot save {where}: arrays of dtype {a.dtype} are not supported")
+        arrays[where] = a
+        node = {"array": where, "dtype": a.dtype.str, "shape": list(a.shape),
+                "jax": isinstance(value, jax.Array)}
+        if getattr(value, "weak_type", False):
+            node["weak"] = True
+        return node
+    if isinstance(value, np.generic):
+        if value.dtype.kind not in "biufU":
+            raise InputError(f"cannot save {where}: numpy scalars of dtype {value.dtype}")
+        return {"scalar": _encode(value.item(), where, arrays, canonical),
+                "dtype": value.dtype.str}
+    if value is None or kind in (bool, int, str):
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if kind is Tree:
+        penn = value.to_penn()
+        if parse_penn(penn) != value:
+            raise InputError(f"cannot save {where}: tree {penn!r} does not survive Penn text "
+                             "(labels with spaces or brackets)")
+        return {"tree": penn}
+    if kind in (tuple, list):
+        return {kind.__name__: [_encode(v, _join(where, i), arrays, canonical)
+                                for i, v in enumerate(value)]}
+    if kind is dict and all(type(k) is str for k in value):
+        return {"dict": {k: _encode(v, _join(where, k), arrays, canonical)
+                         for k, v in value.items()}}
+    if kind in canonical:
+        return {"class": canonical[kind],
+                "fields": {f.name: _encode(getattr(value, f.name), _join(where, f.name), arrays,
+                                           canonical)
+                           for f in dataclasses.fields(value)}}
+    raise InputError(f"cannot save {where or 'the object'}: a {kind.__module__}."
+                     f"{kind.__qualname__} is not an array, a jkern class, a tree or a JSON value")
+
+
+# --------------------------------------------------------------------------- load
+
+
+def load(path: str | os.PathLike[str]) -> Any:
+    """The object `save` wrote to `path` (also reads the previous formats: docs/save.md).
+
+    Raises:
+        ModelFileError: `path` is not a jkern model file (truncated, corrupt, tampered, not
+            a zip) or was written in another version of the format.
+        InputError: the file holds 64-bit arrays and JAX's 64-bit mode is off.
+        OSError: `path` cannot be read.
+    """
+    source = os.fspath(path)
+    try:
+        with zipfile.ZipFile(source) as z:
+            names = set(z.namelist())
+            if HEADER not in names:
+                if {"header.npy", "kda.header.npy"} & names:
+                    return _load_legacy(source)
+                raise _Corrupt(f"no {HEADER}")
+            header = json.loads(z.read(HEADER).decode("utf-8"))
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                raise _Corrupt(f"{HEADER} does not name the {FORMAT} format")
+            if header.get("version") != VERSION:
+                raise ModelFileError(
+                    f"{source}: written by jkern file format {header.get('version')} (jkern "
+                    f"{header.get('jkern', '?')}); this jkern reads format {VERSION}")
+            by_name, _ = _registry()
+            return _decode(header["object"], "", _Reader(z, source), by_name)
+    except JkernError:
+        raise
+    except (_Corrupt, zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError,
+            TypeError, IndexError, AttributeError) as err:
+        detail = f": {err}" if isinstance(err, _Corrupt) else f" ({type(err).__name__}: {err})"
+        raise ModelFileError(f"{source}: not a jkern model file (truncated or corrupt)"
+                             f"{detail}") from err
+
+
+class _Reader:
+    """Arrays of an open model file, checked against the header's dtype and shape."""
+
+    def __init__(self, z: zipfile.ZipFile, source: str):
+        self.z, self.source = z, source
+
+    def array(self, node: dict, where: str) -> Any:
+        name, dtype, shape = node["array"], np.dtype(node["dtype"]), tuple(node["shape"])
+        try:
+            member = self.z.open(f"{name}.npy")
+        except KeyError:
+            raise _Corrupt(f"{where}: array {name!r} is missing") from None
+        with member:
+            a = np.lib.format.read_array(member, allow_pickle=False)
+        if a.dtype != dtype or a.shape != shape:
+            raise _Corrupt(f"{where}: array {name!r} is {a.dtype}{list(a.shape)}, the header "
+                           f"says {dtype}{list(shape)}")
+        if not node.get("jax", False):
+            return a
+        if jax.dtypes.canonicalize_dtype(a.dtype) != a.dtype:
+            raise InputError(
+                f"{self.source}: {where} is {a.dtype}, which JAX truncates without 64-bit mode: "
+                "call jax.config.update('jax_enable_x64', True) before jkern.load")
+        if node.get("weak", False) and a.ndim == 0:
+            weak = jnp.asarray(a.item())  # a weakly typed scalar, as jnp.asarray(2.0) is
+            if weak.dtype == a.dtype:
+                return weak
+        return jnp.asarray(a)
+
+
+def _decode(node: Any, where: str, reader: _Reader, by_name: dict[str, type]) -> Any:
+    if node is None or type(node) in (bool, int, float, str):
+        return node
+    if not isinstance(node, dict):
+        raise _Corrupt(f"{where}: unreadable entry {node!r:.60}")
+    if "class" in node:
+        return _decode_object(node, where, reader, by_name)
+    if "array" in node:
+        return reader.array(node, where)
+    if "tree" in node:
+        return parse_penn(node["tree"], source=f"{reader.source}:{where}")
+    if "tuple" in node or "list" in node:
+        kind = tuple if "tuple" in node else list
+        items = node[kind.__name__]
+        if not isinstance(items, list):
+            raise _Corrupt(f"{where}: unreadable {kind.__name__}")
+        return kind(_decode(v, _join(where, i), reader, by_name) for i, v in enumerate(items))
+    if "dict" in node:
+        return {str(k): _decode(v, _join(where, k), reader, by_name)
+                for k, v in node["dict"].items()}
+    if "scalar" in node:
+        dtype = np.dtype(node["dtype"])
+        if dtype.kind not in "biufU":
+            raise _Corrupt(f"{where}: numpy scalar of dtype {dtype}")
+        return dtype.type(node["scalar"])
+    if "float" in node:
+        value = float(node["float"])
+        if math.isfinite(value):
+            raise _Corrupt(f"{where}: finite floats are plain JSON numbers")
+        return value
+    raise _Corrupt(f"{where}: unreadable entry {node!r:.60}")
+
+
+def _decode_object(node: dict, where: str, reader: _Reader, by_name: dict[str, type]) -> Any:
+    """An instance of a registered class, its fields set without running `__init__`."""
+    name = node["class"]
+    cls = by_name.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise _Corrupt(f"{where or 'the object'}: {name!r} is not a jkern class")
+    fields = node["fields"]
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    if not isinstance(fields, dict) or set(fields) - set(known):
+        raise _Corrupt(f"{where or name}: fields {sorted(fields)} do not fit {name}")
+    obj = object.__new__(cls)
+    for f in known.values():
+        if f.name in fields:
+            value = _decode(fields[f.name], _join(where, f.name), reader, by_name)
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            raise _Corrupt(f"{where or name}: field {f.name!r} of {name} is missing")
+        object.__setattr__(obj, f.name, value)
+    for kls in reversed(cls.__mro__):  # equinox runs every class's own check
+        check = kls.__dict__.get("__check_init__")
+        if check is not None:
+            try:
+                check(obj)
+            except Exception as err:  # the file's values break the class's invariants
+                raise _Corrupt(f"{where or name}: {err}") from err
+    return obj
+
+
+# --------------------------------------------------------------------------- old formats
+
+_OLD = {  # format: (what it is, what to do when it no longer loads)
+    "jkern.nystrom/1": ("Nyström projector file", "refit the projector"),
+    "jkern-kda-1": ("KDA file", "retrain the model"),
+    "jkern.model/1": ("`jkern train` model file", "retrain the model"),
+}
+
+
+def _load_legacy(source: str) -> Any:
+    """A file of the formats before this one, as the objects of today (docs/save.md)."""
+    from ._nystrom import projector_from_arrays
+    from ._pipeline import NystromModel
+    from .kda._io import kda_from_arrays
+
+    with np.load(source, allow_pickle=False) as data:
+        old = "jkern-kda-1" if "kda.header" in data.files else json.loads(
+            str(data["header"])).get("format")
+        if old not in _OLD:
+            raise _Corrupt(f"unknown format {old!r}")
+        try:
+            if old == "jkern.nystrom/1":
+                return projector_from_arrays(data, source=source)
+            if old == "jkern-kda-1":
+                model = kda_from_arrays(data, source=source)
+                if "nystrom.header" not in data.files:
+                    return model
+                return NystromModel(projector_from_arrays(data, "nystrom.", source), model)
+            return _old_cli_model(data, source)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+            what, todo = _OLD[old]
+            raise ModelFileError(f"{source}: an old jkern {what} (format {old}) that this jkern "
+                                 f"cannot read ({err}); {todo}") from err
+
+
+def _old_cli_model(data: Any, source: str) -> Any:
+    """A `jkern train` file of jkern 0.1: `NystromModel` (dcd, kda) or `KernelExpansion`
+    (ksvm, cpa; those files kept no training indices, so `support` counts 0, 1, ...)."""
+    from ._nystrom import projector_from_arrays
+    from ._pipeline import NystromModel
+    from .kda._io import kda_from_arrays
+    from .kernels._spec import kernel_from_spec
+    from .svm import KernelExpansion, LinearSVM
+
+    algo = json.loads(str(data["header"]))["algo"]
+    classes = tuple(str(c) for c in data["classes"])
+    if algo in ("dcd", "kda"):
+        projector = projector_from_arrays(data, "projector/", source)
+        head = (LinearSVM(w=jnp.asarray(data["w"]), b=jnp.asarray(data["b"]), classes=classes)
+                if algo == "dcd" else kda_from_arrays(data, "kda/", source))
+        return NystromModel(projector, head)
+    if algo not in ("ksvm", "cpa"):
+        raise ValueError(f"unknown algorithm {algo!r}")
+    kernel = kernel_from_spec(json.loads(str(data["kernel_spec"])), data)
+    support = tuple(parse_penn(str(s), source=f"{source}:support_trees")
+                    for s in data["support_trees"])
+    return KernelExpansion(kernel, jnp.asarray(data["coef"]), jnp.asarray(data["intercept"]),
+                           tuple(range(len(support))), support, classes)

@@ -1,0 +1,99 @@
+"""A Nyström pipeline: a projector and the model trained on its output, as one model on trees.
+
+What `jkern train --algo dcd` and `--algo kda` produce: a linear SVM on the Nyström embeddings,
+or a KDA on the kernel columns against the landmarks. It predicts from trees directly and is
+saved whole by `jkern.save` (one file: projector and head).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._labels import labels_at
+from ._nystrom import Nystrom, NystromEnsemble
+from ._validate import sign_labels
+from .errors import InputError
+from .kda._model import KDA
+from .svm._dcd import LinearSVM
+
+
+class NystromModel(eqx.Module):
+    """A Nyström projector followed by a head trained on what it gives.
+
+    - `LinearSVM` head: f(x) = head.decision_function(projector.embed(x)).
+    - `KDA` head: f(x) = the head's logits on the kernel columns K(x, landmarks) (the KDA's
+      own first layer is the Nyström projection).
+
+    `predict` follows the tie rule of docs/learners.md: a binary linear SVM gives +1 where
+    f >= 0 (or `classes[1]` / `classes[0]` when it names two classes); otherwise the class of
+    the highest score, ties to the lowest class.
+
+    Attributes:
+        projector: a `Nystrom` or `NystromEnsemble`.
+        head: a `jkern.svm.LinearSVM` or a `jkern.kda.KDA`.
+    """
+
+    projector: Nystrom | NystromEnsemble
+    head: LinearSVM | KDA
+
+    def __check_init__(self):
+        if not isinstance(self.projector, (Nystrom, NystromEnsemble)):
+            raise InputError(f"projector must be a Nystrom or NystromEnsemble, got "
+                             f"{type(self.projector).__name__}")
+        if isinstance(self.head, KDA):
+            if self.head.n_landmarks != self.projector.n_landmarks:
+                raise InputError(f"the KDA takes {self.head.n_landmarks} kernel columns; the "
+                                 f"projector has {self.projector.n_landmarks} landmarks")
+        elif isinstance(self.head, LinearSVM):
+            rank = sum(int(m.projection.shape[-1]) for m in self.members)
+            if self.head.w.shape[-1] != rank:
+                raise InputError(f"the linear SVM has {self.head.w.shape[-1]} features; the "
+                                 f"projector embeds in {rank} dimensions")
+        else:
+            raise InputError(f"head must be a LinearSVM or a KDA, got {type(self.head).__name__}")
+
+    @property
+    def classes(self) -> tuple | None:
+        """The head's labels (None: a binary linear SVM predicting ±1)."""
+        return self.head.classes
+
+    @property
+    def members(self) -> tuple[Nystrom, ...]:
+        """The projector's projections (one for a `Nystrom`)."""
+        p = self.projector
+        return p.members if isinstance(p, NystromEnsemble) else (p,)
+
+    @property
+    def n_landmarks(self) -> int:
+        """Kernel evaluations needed to classify one input."""
+        return self.projector.n_landmarks
+
+    def columns(self, x: Sequence[Any], **gram_options: Any) -> Float[Array, "n landmarks"]:
+        """K(x, landmarks), over all members' landmarks for an ensemble."""
+        landmarks = [t for m in self.members for t in m.landmarks]
+        return self.members[0].kernel.gram(x, landmarks, **gram_options)
+
+    def decision_function(self, x: Sequence[Any], **gram_options: Any
+                          ) -> Float[Array, " n *classes"]:
+        """Decision values of inputs `x` (`gram_options`: dtype, block_size, threads, ...):
+        `[n]` for a binary linear SVM, `[n, classes]` otherwise."""
+        if isinstance(self.head, KDA):
+            return self.head(self.columns(x, **gram_options))
+        return self.head.decision_function(self.projector.embed(x, **gram_options))
+
+    def predict(self, x: Sequence[Any], **gram_options: Any) -> Any:
+        """Labels of inputs `x`: ±1 (or the two classes) by the sign of a binary linear SVM,
+        +1 at 0; otherwise the class of the highest score (ties: the lowest class)."""
+        f = self.decision_function(x, **gram_options)
+        classes = self.classes
+        if f.ndim == 1:
+            signs = sign_labels(f)
+            return signs if classes is None else labels_at(classes, (signs > 0).astype(jnp.int32))
+        if classes is None:
+            raise InputError("a model with several scores per input needs its classes")
+        return labels_at(classes, jnp.argmax(f, axis=-1))
