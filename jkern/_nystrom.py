@@ -207,6 +207,9 @@ def saving(landmarks: int, support_vectors: int) -> float:
 
 
 # --------------------------------------------------------------------------- save / load
+# `jkern.save` / `jkern.load` (jkern/_io.py) write and read projectors. The `jkern.nystrom/1`
+# arrays below are the previous format: `projector_from_arrays` reads old files, and
+# `projector_arrays` stays only until the CLI writes with `jkern.save`.
 
 
 def _member_arrays(m: Nystrom, prefix: str) -> tuple[dict, dict]:
@@ -219,7 +222,7 @@ def _member_arrays(m: Nystrom, prefix: str) -> tuple[dict, dict]:
 
 
 def projector_arrays(projector: Nystrom | NystromEnsemble, prefix: str = "") -> dict:
-    """The named arrays (and a JSON header) that describe a projector, for `.npz` files."""
+    """The named arrays (and a JSON header) of the old `jkern.nystrom/1` format."""
     members = projector.members if isinstance(projector, NystromEnsemble) else (projector,)
     specs, arrays = [], {}
     for e, m in enumerate(members):
@@ -234,7 +237,8 @@ def projector_arrays(projector: Nystrom | NystromEnsemble, prefix: str = "") -> 
 
 def projector_from_arrays(data: Any, prefix: str = "", source: str = "<arrays>"
                           ) -> Nystrom | NystromEnsemble:
-    """The projector `projector_arrays` described (`data`: a mapping such as an open `.npz`)."""
+    """The projector `projector_arrays` described (`data`: a mapping such as an open `.npz`
+    of the old `jkern.nystrom/1` format)."""
     key = f"{prefix}header"
     if key not in data:
         raise ValueError(f"{source}: not a jkern Nyström projector file")
@@ -251,12 +255,20 @@ def projector_from_arrays(data: Any, prefix: str = "", source: str = "<arrays>"
 
 
 def save_projector(path: str | os.PathLike[str], projector: Nystrom | NystromEnsemble) -> None:
-    """Writes a projector (or an ensemble) to a `.npz` file."""
-    with open(path, "wb") as f:
-        np.savez(f, **projector_arrays(projector))
+    """`jkern.save(path, projector)`."""
+    from ._io import save
+
+    save(path, projector)
 
 
 def load_projector(path: str | os.PathLike[str]) -> Nystrom | NystromEnsemble:
-    """Reads what `save_projector` wrote."""
-    with np.load(path, allow_pickle=False) as data:
-        return projector_from_arrays(data, source=str(path))
+    """`jkern.load(path)`, which must hold a projector (also reads the old
+    `jkern.nystrom/1` files)."""
+    from ._io import load
+    from .errors import ModelFileError
+
+    projector = load(path)
+    if not isinstance(projector, (Nystrom, NystromEnsemble)):
+        raise ModelFileError(f"{os.fspath(path)}: holds a {type(projector).__name__}, not a "
+                             "Nyström projector")
+    return projector

@@ -1,5 +1,5 @@
 """Nyström projectors: exact reconstruction with m = n, save/load round trips, landmark
-sampling, kernel specs, and the kernel SVM baseline against exact and LIBSVM solutions."""
+sampling, and the kernel SVM baseline against exact and LIBSVM solutions."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import jkern
-from jkern.kernels._spec import kernel_from_spec, kernel_to_spec
 from jkern.svm import ksvm, ksvm_ovr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -115,19 +114,6 @@ def test_nystrom_projection_is_jittable_and_vmappable():
     assert keep.sum(axis=1).tolist() == [4, 4, 4]
     for w, h in zip(ws, hs):  # W H Hᵀ W = W (H Hᵀ is W's pseudo-inverse)
         np.testing.assert_allclose(w @ h @ h.T @ w, w, atol=1e-9)
-
-
-@pytest.mark.parametrize("kernel", [
-    jkern.Normalized(jkern.PTK(0.3, 0.5, max_subseq=4)),
-    0.5 * jkern.SST(0.4) + jkern.Linear(),
-    jkern.SPTK(["dog", "cat"], np.array([[1.0, 0.2], [0.3, 1.0]]), 0.4, 0.4, threshold=0.1),
-], ids=["normalized-ptk", "sum-scaled", "sptk"])
-def test_kernel_spec_round_trip(kernel):
-    spec, arrays = kernel_to_spec(kernel)
-    again = kernel_from_spec(spec, arrays)
-    assert type(again) is type(kernel)
-    for a, b in zip(jax.tree_util.tree_leaves(kernel), jax.tree_util.tree_leaves(again)):
-        np.testing.assert_array_equal(a, b)
 
 
 # --------------------------------------------------------------------------- kernel SVM
