@@ -146,8 +146,11 @@ def _encode(value: Any, where: str, arrays: dict[str, np.ndarray],
         a = np.asarray(value)
         if a.dtype.kind not in "biufcUS" or np.dtype(a.dtype.str) != a.dtype:
             raise InputError(f"cannot save {where}: arrays of dtype {a.dtype} are not supported")
-        arrays[where] = a
-        node = {"array": where, "dtype": a.dtype.str, "shape": list(a.shape),
+        name = where
+        while name in arrays:  # a dict key with a dot may repeat a field path
+            name += "_"
+        arrays[name] = a
+        node = {"array": name, "dtype": a.dtype.str, "shape": list(a.shape),
                 "jax": isinstance(value, jax.Array)}
         if getattr(value, "weak_type", False):
             node["weak"] = True
@@ -274,7 +277,7 @@ def _decode(node: Any, where: str, reader: _Reader, by_name: dict[str, type]) ->
         dtype = np.dtype(node["dtype"])
         if dtype.kind not in "biufU":
             raise _Corrupt(f"{where}: numpy scalar of dtype {dtype}")
-        return dtype.type(node["scalar"])
+        return dtype.type(_decode(node["scalar"], where, reader, by_name))
     if "float" in node:
         value = float(node["float"])
         if math.isfinite(value):

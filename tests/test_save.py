@@ -158,11 +158,12 @@ def test_linear_svm_round_trip(dtype, tmp_path):
 
 @pytest.mark.filterwarnings("ignore:A JAX array is being set as static")  # numpy scalars
 def test_static_values_keep_their_python_types(tmp_path):
-    classes = (np.int64(3), np.str_("b"), 2.5, -0.0, float("inf"), True, None, "1", 1)
-    model = LinearSVM(w=jnp.zeros((9, 2)), b=jnp.zeros(9), classes=classes)
+    classes = (np.int64(3), np.str_("b"), np.float32(0.1), np.float64(-np.inf), 2.5, -0.0,
+               float("inf"), True, None, "1", 1)
+    model = LinearSVM(w=jnp.zeros((11, 2)), b=jnp.zeros(11), classes=classes)
     again = round_trip(model, tmp_path)
     assert [type(c) for c in again.classes] == [type(c) for c in classes]
-    assert math.copysign(1.0, again.classes[3]) == -1.0
+    assert math.copysign(1.0, again.classes[5]) == -1.0
 
 
 def test_kernel_svm_and_expansions_round_trip(tmp_path):
@@ -214,6 +215,8 @@ def test_solution_round_trip(tmp_path):
     x = np.random.default_rng(0).normal(size=(20, 3))
     solution = jkern.svm.dcd(x, np.where(x[:, 0] > 0, 1, -1), C=1.0, key=jax.random.PRNGKey(0))
     round_trip(solution, tmp_path)
+    stats = {"a.b": np.zeros(2), "a": {"b": np.ones(2)}, "runs": [1, 2.5, "x"]}
+    round_trip(eqx.tree_at(lambda s: s.stats, solution, stats), tmp_path, "s.npz")
 
 
 # --------------------------------------------------------------------------- NystromModel
