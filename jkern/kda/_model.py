@@ -154,4 +154,4 @@ class KDA(eqx.Module):
 def _linear(layer: eqx.nn.Linear, x: Float[Array, "n i"]) -> Float[Array, "n o"]:
     """A Linear layer on a batch (one matmul, not a vmap of matrix-vector products)."""
     # the layers are built with use_bias=True
-    return x @ layer.weight.T + (0.0 if layer.bias is None else layer.bias)
+    return x @ layer.weight.T + (0.0 if layer.bias is None else layer.bias[None, :])

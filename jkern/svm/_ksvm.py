@@ -73,7 +73,8 @@ class KernelSVM(eqx.Module):
             raise InputError(f"kernel block has shape {tuple(k.shape)}; the model was trained on "
                              f"{n} inputs: pass K(test, train) of shape [m, {n}]")
         prec = jax.lax.Precision.HIGHEST
-        return jnp.matmul(k, jnp.moveaxis(self.coef, -1, 0), precision=prec) + self.intercept
+        f = jnp.matmul(k, jnp.moveaxis(self.coef, -1, 0), precision=prec)
+        return f + self.intercept[None]  # [m, *classes] + [1, *classes]
 
     def predict(self, k: Float[Array, "m n"]):
         """±1 (binary: +1 where f >= 0) or class labels (one-vs-rest: the highest decision
