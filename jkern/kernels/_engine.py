@@ -295,6 +295,11 @@ class Counts:
     node_pairs: int = 0  # matched node pairs these stand for (sum over tree pairs)
     blocks: int = 0
 
+    @property
+    def delta_evals(self) -> int:
+        """Delta evaluations: the distinct pairs computed plus the constant ones."""
+        return self.delta_entries + self.constant_entries
+
 
 class GramEngine:
     """Computes Gram blocks of one forest for one kernel family.

@@ -28,7 +28,8 @@ from ..trees._forest import Forest
 from ..trees._svmlight import Example
 from ..trees._tree import Tree
 from ._base import AbstractKernel, resolve_dtype
-from ._engine import GramEngine, MatchPlan, Params, compute_gram
+from ._engine import MatchPlan, Params
+from ._prepared import PreparedTrees
 
 _OVERFLOW = (
     "tree kernel values overflowed {dtype} (inf/NaN in the Gram matrix): big trees or lam/mu "
@@ -80,41 +81,36 @@ class AbstractTreeKernel(AbstractKernel):
     def params(self) -> Params:
         """The array parameters the recurrences read."""
 
+    def prepare(self, trees: Sequence[Any], *, dtype: Any = None,
+                expanded: Sequence[bool] | None = None) -> PreparedTrees:
+        """`trees` (or examples) compacted into one forest and planned for this kernel once:
+        Gram blocks between any of them follow without rebuilding (`PreparedTrees.block`,
+        `.diag`). `expanded`: optional flag per tree, whose nodes are then shared with no
+        other tree (the tree-by-tree baselines of the cutting-plane SVM)."""
+        return PreparedTrees(self, as_trees(trees, self.tree_index), resolve_dtype(dtype),
+                             expanded)
+
     def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=128, threads=2,
              devices=None, stats=None):
-        dt = resolve_dtype(dtype)
         trees1 = as_trees(x1, self.tree_index)
-        trees2 = None if x2 is None else as_trees(x2, self.tree_index)
-        forest = Forest.build(trees1 if trees2 is None else trees1 + trees2)
-        engine = GramEngine(forest, self.match_plan(forest), dt)
+        trees2 = [] if x2 is None else as_trees(x2, self.tree_index)
+        prepared = PreparedTrees(self, trees1 + trees2, resolve_dtype(dtype))
         rows = np.arange(len(trees1))
-        cols = None if trees2 is None else np.arange(len(trees1), len(trees1) + len(trees2))
-        g = compute_gram(engine, self.params(), rows, cols, block_size=block_size,
-                         progress=progress, threads=threads, devices=devices)
+        cols = None if x2 is None else np.arange(len(trees1), prepared.n_trees)
+        g = prepared.block(rows, cols, block_size=block_size, progress=progress,
+                           threads=threads, devices=devices)
         if stats is not None:
-            stats.update(
-                trees=len(trees1) + (0 if trees2 is None else len(trees2)),
-                total_nodes=forest.total_nodes(),
-                forest_nodes=forest.n_nodes,
-                delta_entries=engine.counts.delta_entries,
-                constant_entries=engine.counts.constant_entries,
-                node_pairs=engine.counts.node_pairs,
-                blocks=engine.counts.blocks,
-            )
-        return _check_finite(g, dt)
+            c = prepared.counts
+            stats.update(trees=prepared.n_trees, total_nodes=prepared.total_nodes,
+                         forest_nodes=prepared.forest_nodes, delta_entries=c.delta_entries,
+                         constant_entries=c.constant_entries, node_pairs=c.node_pairs,
+                         blocks=c.blocks)
+        return _check_finite(g, prepared.dtype)
 
     def diag(self, x, *, dtype=None, block_size=128, **options):
-        dt = resolve_dtype(dtype)
-        trees = as_trees(x, self.tree_index)
-        forest = Forest.build(trees)
-        engine = GramEngine(forest, self.match_plan(forest), dt)
-        params = self.params()
-        parts = []
-        for s in range(0, len(trees), block_size):
-            idx = np.arange(s, min(s + block_size, len(trees)))
-            parts.append(jnp.diagonal(engine.block(idx, idx, params)))
-        d = jnp.concatenate(parts) if parts else jnp.zeros(0, dt)
-        return _check_finite(d, dt)
+        prepared = self.prepare(x, dtype=dtype)
+        d = prepared.diag(np.arange(prepared.n_trees), block_size=block_size)
+        return _check_finite(d, prepared.dtype)
 
 
 def _internal_production_keys(forest: Forest, with_leaves: bool) -> tuple[np.ndarray, int]:

@@ -43,35 +43,33 @@ import numpy as np
 from .._solution import Solution, result_code
 from .._validate import class_weights, plus_minus_labels, positive_int
 from ..errors import InputError
-from ..kernels._base import AbstractKernel, Normalized, resolve_dtype
-from ..kernels._engine import GramEngine, compute_gram
+from ..kernels._base import AbstractKernel, resolve_dtype
+from ..kernels._prepared import PreparedTrees
 from ..kernels._tree_kernels import AbstractTreeKernel, as_trees
 from ..trees._forest import Forest
-from ._expansion import KernelExpansion
+from ._expansion import KernelExpansion, inv_sqrt, split_tree_kernel
 from ._qp import solve_one_slack_dual
 
 MODES = ("usvm", "sdag", "sdag+", "forest")
 
 
 def _split_kernel(kernel: AbstractKernel) -> tuple[AbstractTreeKernel, bool]:
-    if isinstance(kernel, Normalized) and isinstance(kernel.kernel, AbstractTreeKernel):
-        return kernel.kernel, True
-    if isinstance(kernel, AbstractTreeKernel):
-        return kernel, False
+    split = split_tree_kernel(kernel)
+    if split is not None:
+        return split
     raise TypeError("the cutting-plane SVM needs a tree kernel (ST, SST, SSTBow, PTK, SPTK) or "
                     f"Normalized(tree kernel), got {type(kernel).__name__}")
 
 
 class _Work:
-    """Delta evaluations (distinct node pairs whose Delta is computed) of one engine."""
+    """Delta evaluations (distinct node pairs whose Delta is computed) of one collection."""
 
-    def __init__(self, engine: GramEngine):
-        self.engine = engine
+    def __init__(self, prepared: PreparedTrees):
+        self.prepared = prepared
         self.mark = 0
 
     def total(self) -> int:
-        c = self.engine.counts
-        return int(c.delta_entries + c.constant_entries)
+        return int(self.prepared.counts.delta_evals)
 
     def take(self) -> int:
         now = self.total()
@@ -91,16 +89,14 @@ class _KernelBlocks:
         n = len(trees)
         self.n, self.mode = n, mode
         expanded = mode != "forest"
-        forest = Forest.build(trees + trees if expanded else trees,
-                              [False] * n + [True] * n if expanded else None)
-        self.engine = GramEngine(forest, base.match_plan(forest), dtype)
-        self.params = base.params()
-        self.work = _Work(self.engine)
+        self.prepared = base.prepare(trees + trees if expanded else trees, dtype=dtype,
+                                     expanded=[False] * n + [True] * n if expanded else None)
+        self.work = _Work(self.prepared)
         self.block_size, self.threads, self.devices = block_size, threads, devices
         self.dtype = dtype
         # Self-kernels on the compacted trees (the paper's preprocessing).
         if normalize:
-            self.scale = _inv_sqrt(_self_kernels(self.engine, self.params, np.arange(n)))
+            self.scale = inv_sqrt(np.asarray(self.prepared.diag(np.arange(n))))
         else:
             self.scale = np.ones(n)
         self.preprocessing_deltas = self.work.take()
@@ -115,9 +111,9 @@ class _KernelBlocks:
         """K^(rows, cols) (normalized if asked) with rows as sample trees, cols as model trees."""
         if len(rows) == 0 or len(cols) == 0:
             return np.zeros((len(rows), len(cols)))
-        g = compute_gram(self.engine, self.params, self.sample_side(rows),
-                         self.model_side(cols), block_size=self.block_size,
-                         threads=self.threads, devices=self.devices)
+        g = self.prepared.block(self.sample_side(rows), self.model_side(cols),
+                                block_size=self.block_size, threads=self.threads,
+                                devices=self.devices)
         g = np.asarray(g, dtype=np.float64 if self.dtype == jnp.float64 else np.float32)
         return g * self.scale[rows][:, None] * self.scale[cols][None, :]
 
@@ -188,17 +184,6 @@ class CPAIteration(NamedTuple):
     dual: float  # the QP's dual objective after re-solving
     delta_evals: int  # Delta evaluations this iteration (margins + Gram column)
     seconds: float
-
-
-def _self_kernels(engine: GramEngine, params, idx: np.ndarray) -> np.ndarray:
-    return np.concatenate([
-        np.diagonal(np.asarray(engine.block(idx[s:s + 128], idx[s:s + 128], params)))
-        for s in range(0, len(idx), 128)
-    ]) if len(idx) else np.zeros(0)
-
-
-def _inv_sqrt(d: np.ndarray) -> np.ndarray:
-    return np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
 
 
 def svm_light_C(c_light: float, y: Any, *, class_weight: Mapping[Any, Any] | None = None,

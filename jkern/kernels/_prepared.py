@@ -1,0 +1,80 @@
+"""The one boundary between a tree kernel and the Delta engine: a prepared collection.
+
+`AbstractTreeKernel.prepare(trees)` compacts the trees into one forest and plans it for the
+kernel once; Gram blocks between any of its trees are then computed without rebuilding either.
+`gram`, `diag`, the cutting-plane SVM's kernel blocks and its model's decision function all go
+through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..trees._forest import Forest
+from ..trees._tree import Tree
+from ._engine import Counts, GramEngine, compute_gram
+
+if TYPE_CHECKING:
+    from ._tree_kernels import AbstractTreeKernel
+
+
+class PreparedTrees:
+    """Trees compacted into one forest (the DAG of their unique subtrees) and planned for one
+    tree kernel, with its parameters.
+
+    Args:
+        kernel: the tree kernel.
+        trees: the trees (already resolved from examples).
+        dtype: the computation dtype.
+        expanded: optional flag per tree: an expanded tree shares no node with any tree
+            (the tree-by-tree baselines of the cutting-plane SVM).
+    """
+
+    def __init__(self, kernel: AbstractTreeKernel, trees: Sequence[Tree], dtype: Any,
+                 expanded: Sequence[bool] | None = None) -> None:
+        self.forest = Forest.build(list(trees), expanded)
+        self.engine = GramEngine(self.forest, kernel.match_plan(self.forest), dtype)
+        self.params = kernel.params()
+        self.dtype = self.engine.dtype
+
+    @property
+    def n_trees(self) -> int:
+        return self.forest.n_trees
+
+    @property
+    def forest_nodes(self) -> int:
+        """Unique subtrees (forest nodes)."""
+        return self.forest.n_nodes
+
+    @property
+    def total_nodes(self) -> int:
+        """Nodes of all the trees, counted tree by tree."""
+        return self.forest.total_nodes()
+
+    @property
+    def counts(self) -> Counts:
+        """The engine's work counters so far (they add up over calls)."""
+        return self.engine.counts
+
+    def block(self, rows: np.ndarray, cols: np.ndarray | None = None, *, block_size: int = 128,
+              threads: int = 2, devices: Sequence[Any] | None = None,
+              progress: bool = False) -> jax.Array:
+        """The raw kernel block `K[rows, cols]` between trees of the collection (`cols=None`:
+        `rows` against themselves, symmetric). Options as `compute_gram`."""
+        rows = np.asarray(rows, np.int64)
+        cols = None if cols is None else np.asarray(cols, np.int64)
+        return compute_gram(self.engine, self.params, rows, cols, block_size=block_size,
+                            progress=progress, threads=threads, devices=devices)
+
+    def diag(self, idx: np.ndarray, *, block_size: int = 128) -> jax.Array:
+        """Self-kernels K(t, t) of the trees `idx` (diagonals of square blocks)."""
+        idx = np.asarray(idx, np.int64)
+        parts = [jnp.diagonal(self.engine.block(idx[s:s + block_size], idx[s:s + block_size],
+                                                self.params))
+                 for s in range(0, len(idx), block_size)]
+        return jnp.concatenate(parts) if parts else jnp.zeros(0, self.dtype)
