@@ -104,20 +104,22 @@ def test_matches_exact_qp(small, loss, bias, cw, C):
     w_ref = (ref * y) @ Xb
     dual_ref = ref.sum() - 0.5 * ref @ Q @ ref  # the dual, maximised
 
-    m = dcd(X, y, C=C, loss=loss, bias=bias, class_weight=cw, tol=1e-7, max_iter=MAX_ITER,
-            key=jax.random.key(0))
-    assert bool(m.converged) and int(m.n_iter) < MAX_ITER
+    cw_map = None if cw is None else {1: cw[0], -1: cw[1]}
+    sol = dcd(X, y, C=C, loss=loss, bias=bias, class_weight=cw_map, tol=1e-7,
+              max_iter=MAX_ITER, key=jax.random.key(0))
+    m = sol.model
+    assert bool(sol.converged) and int(sol.stats["n_iter"]) < MAX_ITER
     assert m.w.dtype == jnp.float64
     w = np.append(np.asarray(m.w), float(m.b) / bias if bias else [])
     np.testing.assert_allclose(w, w_ref, atol=1e-4)
-    assert abs(float(m.dual_objective) - dual_ref) <= 1e-6 * abs(dual_ref)
+    assert abs(float(sol.stats["dual_objective"]) - dual_ref) <= 1e-6 * abs(dual_ref)
     # KKT of jkern's alpha: feasible, projected gradient ~ 0, w = Σ α_i y_i x̄_i
-    alpha = np.asarray(m.alpha)
+    alpha = np.asarray(sol.stats["alpha"])
     assert np.all(alpha >= 0) and np.all(alpha <= U)
     assert np.max(np.abs(_projected_gradient(alpha, Q, U))) < 1e-6
     np.testing.assert_allclose((alpha * y) @ Xb, w, atol=1e-10)
     # the primal at w equals the dual at alpha (no duality gap at the optimum)
-    p = float(primal_objective(m, X, y, C=C, loss=loss, bias=bias, class_weight=cw))
+    p = float(primal_objective(m, X, y, C=C, loss=loss, bias=bias, class_weight=cw_map))
     assert abs(p - dual_ref) <= 1e-6 * abs(dual_ref)
     if not bias:
         assert float(m.b) == 0.0
@@ -129,9 +131,9 @@ def test_shrinking_on_and_off_agree(small):
         kw = dict(C=1.5, loss=loss, tol=1e-8, max_iter=MAX_ITER, key=jax.random.key(4))
         on, off = dcd(X, y, shrinking=True, **kw), dcd(X, y, shrinking=False, **kw)
         assert bool(on.converged) and bool(off.converged)
-        np.testing.assert_allclose(on.w, off.w, atol=1e-6)
-        np.testing.assert_allclose(on.b, off.b, atol=1e-6)
-        d_on, d_off = float(on.dual_objective), float(off.dual_objective)
+        np.testing.assert_allclose(on.model.w, off.model.w, atol=1e-6)
+        np.testing.assert_allclose(on.model.b, off.model.b, atol=1e-6)
+        d_on, d_off = float(on.stats["dual_objective"]), float(off.stats["dual_objective"])
         assert abs(d_on - d_off) <= 1e-9 * abs(d_on)
 
 
@@ -145,15 +147,16 @@ def test_vmap_grid_equals_loop(small, loss):
     Cs = jnp.array([0.05, 0.3, 2.0, 10.0])
     kw = dict(loss=loss, tol=1e-6, max_iter=MAX_ITER, key=key)
     grid = jax.vmap(lambda c: dcd(X, y, C=c, **kw))(Cs)
-    assert grid.w.shape == (4, D) and grid.n_iter.shape == (4,)
+    assert grid.model.w.shape == (4, D) and grid.stats["n_iter"].shape == (4,)
     for j, c in enumerate(np.asarray(Cs)):
         one = dcd(X, y, C=float(c), **kw)
-        np.testing.assert_allclose(grid.w[j], one.w, rtol=0, atol=1e-10)
-        np.testing.assert_allclose(grid.b[j], one.b, rtol=0, atol=1e-10)
-        np.testing.assert_allclose(grid.alpha[j], one.alpha, rtol=0, atol=1e-10)
-        assert int(grid.n_iter[j]) == int(one.n_iter)
+        np.testing.assert_allclose(grid.model.w[j], one.model.w, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(grid.model.b[j], one.model.b, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(grid.stats["alpha"][j], one.stats["alpha"], rtol=0,
+                                   atol=1e-10)
+        assert int(grid.stats["n_iter"][j]) == int(one.stats["n_iter"])
     again = dcd_grid(X, y, Cs, **kw)
-    np.testing.assert_array_equal(again.w, grid.w)
+    np.testing.assert_array_equal(again.model.w, grid.model.w)
 
 
 def test_vmap_over_keys_equals_loop(small):
@@ -163,8 +166,8 @@ def test_vmap_over_keys_equals_loop(small):
     many = jax.vmap(lambda k: dcd(X, y, key=k, **kw))(keys)
     for j in range(3):
         one = dcd(X, y, key=keys[j], **kw)
-        np.testing.assert_allclose(many.w[j], one.w, rtol=0, atol=1e-10)
-        assert int(many.n_iter[j]) == int(one.n_iter)
+        np.testing.assert_allclose(many.model.w[j], one.model.w, rtol=0, atol=1e-10)
+        assert int(many.stats["n_iter"][j]) == int(one.stats["n_iter"])
 
 
 def test_ovr_equals_per_class_fits(small):
@@ -173,33 +176,31 @@ def test_ovr_equals_per_class_fits(small):
     cw = [1.0, 2.0, 0.5]
     key = jax.random.key(6)
     kw = dict(C=1.0, tol=1e-6, max_iter=MAX_ITER, key=key)
-    m = dcd_ovr(X, labels, class_weight=cw, **kw)
+    m = dcd_ovr(X, labels, class_weight={5: 1.0, 15: 2.0, 25: 0.5}, **kw).model
     assert m.classes == (5, 15, 25) and m.w.shape == (3, D) and m.b.shape == (3,)
     for k, c in enumerate(m.classes):
-        one = dcd(X, np.where(labels == c, 1.0, -1.0), class_weight=(cw[k], 1.0), **kw)
+        one = dcd(X, np.where(labels == c, 1.0, -1.0), class_weight={1: cw[k], -1: 1.0},
+                  **kw).model
         np.testing.assert_allclose(m.w[k], one.w, rtol=0, atol=1e-10)
         np.testing.assert_allclose(m.b[k], one.b, rtol=0, atol=1e-10)
     scores = np.asarray(m.decision_function(X))
     assert scores.shape == (N, 3)
     np.testing.assert_array_equal(m.predict(X), np.asarray(m.classes)[scores.argmax(1)])
     # a C grid of one-vs-rest models: nested vmap, one program
-    ws = jax.vmap(lambda c: dcd_ovr(X, labels, C=c, key=key, tol=1e-6, max_iter=MAX_ITER).w)(
-        jnp.array([0.5, 2.0])
-    )
+    ws = jax.vmap(
+        lambda c: dcd_ovr(X, labels, C=c, key=key, tol=1e-6, max_iter=MAX_ITER).model.w
+    )(jnp.array([0.5, 2.0]))
     np.testing.assert_allclose(ws[1], dcd_ovr(X, labels, C=2.0, key=key, tol=1e-6,
-                                                max_iter=MAX_ITER).w, rtol=0, atol=1e-10)
+                                                max_iter=MAX_ITER).model.w, rtol=0, atol=1e-10)
 
 
 def test_predict_ties_go_to_the_lowest_class():
-    m = LinearSVM(w=jnp.zeros((3, 2)), b=jnp.array([1.0, 1.0, 0.0]), alpha=jnp.zeros((3, 1)),
-                  n_iter=jnp.zeros(3, int), converged=jnp.ones(3, bool),
-                  dual_objective=jnp.zeros(3), classes=("a", "b", "c"))
+    m = LinearSVM(w=jnp.zeros((3, 2)), b=jnp.array([1.0, 1.0, 0.0]), classes=("a", "b", "c"))
     assert list(m.predict(np.ones((2, 2)))) == ["a", "a"]
-    binary = LinearSVM(w=jnp.array([1.0, 0.0]), b=jnp.array(0.0), alpha=jnp.zeros(1),
-                       n_iter=jnp.array(0), converged=jnp.array(True),
-                       dual_objective=jnp.array(0.0))
+    # the binary tie rule (docs/learners.md): a decision value of exactly 0 gives +1
+    binary = LinearSVM(w=jnp.array([1.0, 0.0]), b=jnp.array(0.0))
     np.testing.assert_array_equal(binary.predict(np.array([[1.0, 0], [0, 0], [-1, 0]])),
-                                  [1, -1, -1])
+                                  [1, 1, -1])
 
 
 # --- jit round-trips ---------------------------------------------------------------------------
@@ -207,7 +208,7 @@ def test_predict_ties_go_to_the_lowest_class():
 
 def test_module_jit_round_trip_without_recompiling(small):
     X, y = small
-    m = dcd(X, y, C=1.0, tol=1e-6, max_iter=MAX_ITER, key=jax.random.key(0))
+    m = dcd(X, y, C=1.0, tol=1e-6, max_iter=MAX_ITER, key=jax.random.key(0)).model
     traces = []
 
     @eqx.filter_jit
@@ -228,7 +229,8 @@ def test_module_jit_round_trip_without_recompiling(small):
     dcd(X + 0.1, -y, C=2.0, tol=1e-6, max_iter=MAX_ITER, key=jax.random.key(1))
     assert _fit_binary._cache_size() == before
     # a one-vs-rest model (static classes) through filter_jit, predict inside
-    o = dcd_ovr(X, (np.arange(N) % 3), C=1.0, tol=1e-6, max_iter=MAX_ITER, key=jax.random.key(0))
+    o = dcd_ovr(X, (np.arange(N) % 3), C=1.0, tol=1e-6, max_iter=MAX_ITER,
+                key=jax.random.key(0)).model
     pred = eqx.filter_jit(lambda model, Z: model.predict(Z))(o, Z1)
     np.testing.assert_array_equal(pred, o.predict(Z1))
 
@@ -241,13 +243,13 @@ def test_validation_errors(small):
     key = jax.random.key(0)
     with pytest.raises(ValueError, match="-1 and \\+1"):
         dcd(X, (y > 0).astype(float), key=key)
-    with pytest.raises(ValueError, match="y must be"):
+    with pytest.raises(ValueError, match="one label per example"):
         dcd(X, y[:-1], key=key)
     with pytest.raises(ValueError, match="2-D"):
         dcd(X[0], y, key=key)
-    with pytest.raises(ValueError, match="C must be > 0"):
+    with pytest.raises(ValueError, match="C must be a finite number > 0"):
         dcd(X, y, C=0.0, key=key)
-    with pytest.raises(ValueError, match="C must be > 0"):
+    with pytest.raises(ValueError, match="C must be a finite number > 0"):
         dcd(X, y, C=-1.0, key=key)
     with pytest.raises(ValueError, match="loss"):
         dcd(X, y, loss="log", key=key)
@@ -259,8 +261,10 @@ def test_validation_errors(small):
         dcd(X, y, max_iter=0, key=key)
     with pytest.raises(ValueError, match="2 classes"):
         dcd_ovr(X, np.zeros(N), key=key)
-    with pytest.raises(ValueError, match="one weight per class"):
+    with pytest.raises(ValueError, match="mapping label -> weight"):
         dcd_ovr(X, np.arange(N) % 3, class_weight=[1.0, 2.0], key=key)
+    with pytest.raises(ValueError, match="not classes"):
+        dcd_ovr(X, np.arange(N) % 3, class_weight={7: 2.0}, key=key)
     with pytest.raises(ValueError, match="every C"):
         dcd_grid(X, y, jnp.array([1.0, 0.0]), key=key)
 
@@ -268,9 +272,9 @@ def test_validation_errors(small):
 def test_float32_inputs_train_in_float32(small):
     X, y = small
     m = dcd(X.astype(np.float32), y.astype(np.float32), C=1.0, tol=1e-4, max_iter=MAX_ITER,
-            key=jax.random.key(0))
+            key=jax.random.key(0)).model
     assert m.w.dtype == jnp.float32 and m.b.dtype == jnp.float32
-    ref = dcd(X, y, C=1.0, tol=1e-4, max_iter=MAX_ITER, key=jax.random.key(0))
+    ref = dcd(X, y, C=1.0, tol=1e-4, max_iter=MAX_ITER, key=jax.random.key(0)).model
     np.testing.assert_allclose(m.w, ref.w, atol=1e-3)
 
 
@@ -330,9 +334,7 @@ def trec():
 
 
 def _as_model(coef, intercept, classes=None):
-    z = jnp.zeros(np.shape(intercept))
-    return LinearSVM(w=jnp.asarray(coef), b=jnp.asarray(intercept), alpha=z, n_iter=z,
-                     converged=z, dual_objective=z, classes=classes)
+    return LinearSVM(w=jnp.asarray(coef), b=jnp.asarray(intercept), classes=classes)
 
 
 def _linear_svc(**kw):
@@ -349,13 +351,15 @@ def test_binary_matches_linear_svc_on_trec(trec, loss):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ConvergenceWarning
         sk = _linear_svc(loss=loss, C=C, intercept_scaling=bias).fit(X, y)
-    m = dcd(X, y, C=C, loss=loss, bias=bias, tol=1e-6, max_iter=100_000, key=jax.random.key(0))
-    assert bool(m.converged)
+    sol = dcd(X, y, C=C, loss=loss, bias=bias, tol=1e-6, max_iter=100_000,
+              key=jax.random.key(0))
+    m = sol.model
+    assert bool(sol.converged)
     ref = _as_model(sk.coef_[0], sk.intercept_[0])
     p_jk = float(primal_objective(m, X, y, C=C, loss=loss, bias=bias))
     p_sk = float(primal_objective(ref, X, y, C=C, loss=loss, bias=bias))
     assert abs(p_jk - p_sk) <= 1e-3 * p_sk
-    assert float(m.dual_objective) <= p_jk * (1 + 1e-9)  # weak duality
+    assert float(sol.stats["dual_objective"]) <= p_jk * (1 + 1e-9)  # weak duality
     for F, t in ((X, y), (Xt, yt)):
         acc_jk = np.mean(np.asarray(m.predict(F)) == t)
         acc_sk = np.mean(sk.predict(F) == t)
@@ -368,9 +372,10 @@ def test_ovr_matches_linear_svc_on_trec(trec):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sk = _linear_svc(C=C).fit(X, labels)
-    m = dcd_ovr(X, labels, C=C, tol=1e-6, max_iter=100_000, key=jax.random.key(0))
+    sol = dcd_ovr(X, labels, C=C, tol=1e-6, max_iter=100_000, key=jax.random.key(0))
+    m = sol.model
     assert m.classes == tuple(sk.classes_) and len(m.classes) == 6
-    assert bool(jnp.all(m.converged))
+    assert bool(jnp.all(sol.converged))
     p_jk = np.asarray(primal_objective(m, X, labels, C=C))
     p_sk = np.asarray(primal_objective(_as_model(sk.coef_, sk.intercept_, m.classes), X, labels,
                                        C=C))
