@@ -83,7 +83,7 @@ def test_tiny_problem_fits_training_set():
     x, y = _blobs(n=100, m=8, seed=3)
     model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(8), (0, 1, 2), hidden=(32, 32))
     result = kda.fit(model, x, y, key=jax.random.PRNGKey(1), epochs=150, batch_size=32)
-    assert int(result.n_epochs) == 150  # no dev set: all epochs, the last model
+    assert int(result.stats["n_epochs"]) == 150  # no dev set: all epochs, the last model
     np.testing.assert_array_equal(np.asarray(result.model.predict(x)), y)
 
 
@@ -93,8 +93,8 @@ def test_early_stopping_restores_the_best_epoch():
     model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(10), (0, 1, 2), hidden=(64, 64))
     result = kda.fit(model, x[:200], y[:200], x[200:], y[200:], key=jax.random.PRNGKey(1),
                      epochs=200, batch_size=32, patience=15)
-    n, best = int(result.n_epochs), int(result.best_epoch)
-    hist = np.asarray(result.dev_accuracy)
+    n, best = int(result.stats["n_epochs"]), int(result.stats["best_epoch"])
+    hist = np.asarray(result.stats["dev_accuracy"])
     assert n == best + 16 and n < 200  # stopped 15 epochs after the best one
     assert np.all(np.isnan(hist[n:])) and not np.any(np.isnan(hist[:n]))
     assert hist[best] == hist[:n].max() and best == int(np.argmax(hist[:n]))  # earliest best
@@ -130,8 +130,8 @@ def test_vmapped_grid_equals_loop():
         loop = kda.fit(single, x[:100], y[:100], x[100:], y[100:], key=keys[g], l2=l2[g],
                        epochs=40, batch_size=32, patience=8)
         member = kda.grid_member(grid, g)
-        assert int(member.best_epoch) == int(loop.best_epoch)
-        assert int(member.n_epochs) == int(loop.n_epochs)
+        assert int(member.stats["best_epoch"]) == int(loop.stats["best_epoch"])
+        assert int(member.stats["n_epochs"]) == int(loop.stats["n_epochs"])
         for u, v in zip(jax.tree_util.tree_leaves(member), jax.tree_util.tree_leaves(loop)):
             np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-10, atol=1e-12)
 
