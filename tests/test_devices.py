@@ -59,14 +59,14 @@ SCRIPT = textwrap.dedent(
         - np.asarray(kernel.gram(trees[:50], trees[50:90], block_size=8, devices=devices)))))
     fits = {}
     for name, devs in (("one", None), ("many", devices)):
-        fits[name] = cpa(kernel, trees, y, C=30.0, sample=64, mode="forest", block_size=16,
-                         key=jax.random.PRNGKey(2), max_iter=30, devices=devs)
+        fits[name] = cpa(trees, y, kernel=kernel, C=30.0, sample=64, mode="forest",
+                         block_size=16, key=jax.random.PRNGKey(2), max_iter=30, devices=devs)
     a, b = fits["one"], fits["many"]
     out["same_support"] = a.model.support == b.model.support
-    out["same_iterations"] = len(a.history) == len(b.history)
+    out["same_iterations"] = len(a.stats["history"]) == len(b.stats["history"])
     out["coef_max_abs_diff"] = float(np.max(np.abs(np.asarray(a.model.coef)
                                                    - np.asarray(b.model.coef))))
-    out["same_delta_evals"] = a.delta_evals == b.delta_evals
+    out["same_delta_evals"] = a.stats["delta_evals"] == b.stats["delta_evals"]
     test = train.trees[:40]
     out["decision_max_abs_diff"] = float(np.max(np.abs(
         np.asarray(a.model.decision_function(test, block_size=8))

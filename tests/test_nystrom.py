@@ -136,33 +136,34 @@ def test_ksvm_dual_objective_matches_an_exact_solver(gram, trec):
     y = np.where(trec[1][:40] == "HUM", 1.0, -1.0)
     k = gram[:40, :40]
     for c in (0.5, 5.0):
-        model = ksvm(k, y, C=c, tol=1e-8)
-        assert bool(model.converged)
+        sol = ksvm(k, y, C=c, tol=1e-8)
+        assert bool(sol.converged)
         want = _exact_dual(k, y, c)
-        assert float(model.dual_objective) == pytest.approx(want, rel=1e-6)
+        assert float(sol.stats["dual_objective"]) == pytest.approx(want, rel=1e-6)
 
 
 def test_ksvm_matches_libsvm_on_real_trees(gram, trec):
     from sklearn.svm import SVC
 
     y = np.where(trec[1] == "ENTY", 1, -1)
-    model = ksvm(gram, y, C=1.0, tol=1e-5)
+    sol = ksvm(gram, y, C=1.0, tol=1e-5)
+    model = sol.model
     ref = SVC(kernel="precomputed", C=1.0, tol=1e-5, shrinking=False).fit(gram, y)
     np.testing.assert_array_equal(model.support, np.sort(ref.support_))
     coef = np.zeros(N)
     coef[ref.support_] = ref.dual_coef_[0]
     ref_obj = 0.5 * coef @ gram @ coef - np.abs(coef).sum()
-    assert float(model.dual_objective) == pytest.approx(ref_obj, rel=1e-6)
+    assert float(sol.stats["dual_objective"]) == pytest.approx(ref_obj, rel=1e-6)
     np.testing.assert_allclose(model.coef, coef, atol=1e-3)
     np.testing.assert_array_equal(model.predict(gram), ref.predict(gram))
 
 
 def test_ksvm_one_vs_rest_is_the_per_class_models(gram, trec):
     labels = trec[1]
-    ovr = ksvm_ovr(gram, labels, C=2.0, tol=1e-6)
+    ovr = ksvm_ovr(gram, labels, C=2.0, tol=1e-6).model
     assert ovr.classes == tuple(sorted(set(labels.tolist())))
     for c, name in enumerate(ovr.classes):
-        one = ksvm(gram, np.where(labels == name, 1, -1), C=2.0, tol=1e-6)
+        one = ksvm(gram, np.where(labels == name, 1, -1), C=2.0, tol=1e-6).model
         np.testing.assert_allclose(ovr.coef[c], one.coef, atol=1e-12)
         assert float(ovr.intercept[c]) == pytest.approx(float(one.intercept), abs=1e-12)
     assert (ovr.predict(gram) == labels).mean() > 0.9  # training accuracy
@@ -171,5 +172,7 @@ def test_ksvm_one_vs_rest_is_the_per_class_models(gram, trec):
 def test_ksvm_rejects_bad_input(gram):
     with pytest.raises(ValueError, match="square"):
         ksvm(gram[:, :5], np.ones(N))
-    with pytest.raises(ValueError, match=r"\+1 or -1"):
+    with pytest.raises(ValueError, match=r"only -1 and \+1"):
         ksvm(gram, np.zeros(N))
+    with pytest.raises(ValueError, match="both classes"):
+        ksvm(gram, np.ones(N))
