@@ -20,7 +20,6 @@ from jkern.svm import (
     cpa,
     delta_counts,
     draw_sample,
-    importance_weights,
     solve_one_slack_dual,
     svm_light_C,
 )
@@ -151,7 +150,7 @@ def trec(shared_data):
 @pytest.fixture(scope="module")
 def runs(trec):
     trees, y, _ = trec
-    return {mode: cpa(KERNEL, trees, y, C=20.0, sample=80, epsilon=1e-3, mode=mode,
+    return {mode: cpa(trees, y, kernel=KERNEL, C=20.0, sample=80, epsilon=1e-3, mode=mode,
                       keep_margins=True, key=jax.random.PRNGKey(3), max_iter=40)
             for mode in ("usvm", "sdag", "sdag+", "forest")}
 
@@ -159,14 +158,14 @@ def runs(trec):
 def test_modes_give_the_same_margins_model_and_decisions(runs, trec):
     _, _, test = trec
     base = runs["usvm"]
-    assert len(base.history) >= 5  # a real run: several planes
+    assert len(base.stats["history"]) >= 5  # a real run: several planes
     f0 = np.asarray(base.model.decision_function(test, mode="usvm"))
     for mode, r in runs.items():
-        assert len(r.history) == len(base.history), mode
+        assert len(r.stats["history"]) == len(base.stats["history"]), mode
         # The modes' plane Gram matrices agree up to rounding, and each QP stops at a 1e-12
         # relative duality gap; its rounding-sensitive steps (restarts, backtracking) may
         # differ between modes, so margins agree to 1e-10, not bit for bit.
-        for a, b in zip(r.margins, base.margins):
+        for a, b in zip(r.stats["margins"], base.stats["margins"]):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
         assert r.model.support == base.model.support
         np.testing.assert_allclose(r.model.coef, base.model.coef, rtol=1e-9, atol=1e-12)
@@ -177,43 +176,46 @@ def test_modes_give_the_same_margins_model_and_decisions(runs, trec):
 
 
 def test_delta_evaluations_shrink_with_compaction(runs):
-    d = {mode: r.delta_evals for mode, r in runs.items()}
+    d = {mode: r.stats["delta_evals"] for mode, r in runs.items()}
     assert d["usvm"] > d["sdag"] > d["sdag+"] > d["forest"] > 0
-    pre = {r.preprocessing_deltas for r in runs.values()}
+    pre = {r.stats["preprocessing_deltas"] for r in runs.values()}
     assert len(pre) == 1  # the self-kernels cost the same in every mode
 
 
 def test_precomputed_gram_gives_the_same_model(runs, trec):
     trees, y, test = trec
     g = np.asarray(jkern.gram(KERNEL, trees, dtype="float64"))
-    res = cpa(KERNEL, trees, y, C=20.0, sample=80, epsilon=1e-3, keep_margins=True,
+    res = cpa(trees, y, kernel=KERNEL, C=20.0, sample=80, epsilon=1e-3, keep_margins=True,
               key=jax.random.PRNGKey(3), max_iter=40, gram=g)
     base = runs["forest"]
-    assert res.delta_evals == 0 and len(res.history) == len(base.history)
-    for a, b in zip(res.margins, base.margins):  # 1e-10: see the modes test
+    assert res.stats["delta_evals"] == 0
+    assert len(res.stats["history"]) == len(base.stats["history"])
+    for a, b in zip(res.stats["margins"], base.stats["margins"]):  # 1e-10: see the modes test
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
     assert res.model.support == base.model.support
     np.testing.assert_allclose(res.model.coef, base.model.coef, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="gram must be"):
-        cpa(KERNEL, trees, y, gram=g[:5, :5])
+        cpa(trees, y, kernel=KERNEL, gram=g[:5, :5])
 
 
 def test_delta_counts_from_histograms_equal_the_engine_counts(runs, trec):
     trees, _, _ = trec
     for kernel in (KERNEL,):
         counted = delta_counts(kernel, trees, runs["usvm"])
-        assert counted == {mode: r.delta_evals for mode, r in runs.items()}
+        assert counted == {mode: r.stats["delta_evals"] for mode, r in runs.items()}
 
 
 def test_delta_counts_for_ptk(trec):
     trees, y, _ = trec
     k = jkern.Normalized(jkern.PTK(0.4, 0.4))
     for mode in ("usvm", "sdag+"):
-        res = cpa(k, trees[:100], y[:100], C=10.0, sample=40, mode=mode, max_iter=6)
-        assert delta_counts(k, trees[:100], res)[mode] == res.delta_evals
+        res = cpa(trees[:100], y[:100], kernel=k, C=10.0, sample=40, mode=mode, max_iter=6,
+                  key=jax.random.PRNGKey(0))
+        assert delta_counts(k, trees[:100], res)[mode] == res.stats["delta_evals"]
     # several row blocks: a subtree shared by two blocks is computed (and counted) twice
-    res = cpa(KERNEL, trees, y, C=20.0, sample=200, mode="forest", max_iter=8, block_size=64)
-    assert delta_counts(KERNEL, trees, res, block_size=64)["forest"] == res.delta_evals
+    res = cpa(trees, y, kernel=KERNEL, C=20.0, sample=200, mode="forest", max_iter=8,
+              block_size=64, key=jax.random.PRNGKey(0))
+    assert delta_counts(KERNEL, trees, res, block_size=64)["forest"] == res.stats["delta_evals"]
 
 
 def test_decision_function_equals_the_gram_expansion(runs, trec):
@@ -244,7 +246,7 @@ def _serial(tree, i):
 def test_delta_counts_match_tree_by_tree_and_dag_matching(runs, trec):
     _, _, test = trec
     model = runs["forest"].model
-    sv = list(model.support_trees)
+    sv = list(model.support_inputs)
     # usvm: every node pair with equal productions, tree pair by tree pair.
     usvm = 0
     for x in test:
@@ -280,10 +282,12 @@ def test_exact_cpa_reaches_the_n_slack_optimum(trec, j):
     n, eps = len(trees), 1e-4
     z = np.ones(n) if j is None else np.where(y > 0, j, 1.0)
     c_light = 0.25
-    c = svm_light_C(c_light, y, j=j)
+    cw = None if j is None else {1: j, -1: 1.0}
+    c = svm_light_C(c_light, y, class_weight=cw)
     assert c == pytest.approx(c_light * z.sum())
-    res = cpa(KERNEL, trees, y, C=c, sample=n, epsilon=eps, max_iter=200, j=j)
-    assert res.model.converged
+    res = cpa(trees, y, kernel=KERNEL, C=c, sample=n, epsilon=eps, max_iter=200,
+              class_weight=cw)
+    assert res.converged
     gram = np.asarray(jkern.gram(KERNEL, trees, dtype="float64"))
     q = gram * np.outer(y, y)
 
@@ -314,21 +318,21 @@ def test_confirm_continues_the_same_run_until_k_consecutive_passes(trec):
     trees, y, _ = trec
     g = np.asarray(jkern.gram(KERNEL, trees, dtype="float64"))
     kw = dict(C=200.0, sample=30, epsilon=1e-3, key=jax.random.PRNGKey(1), max_iter=400,
-              gram=g, j=3.0)
-    once = cpa(KERNEL, trees, y, **kw)
-    thrice = cpa(KERNEL, trees, y, confirm=3, **kw)
-    assert once.model.converged and thrice.model.converged
-    stop = len(once.history) - 1  # the iteration where confirm=1 stopped
-    assert len(thrice.history) >= stop + 3
-    for a, b in zip(once.history[:stop], thrice.history[:stop]):
+              gram=g, class_weight={1: 3.0, -1: 1.0})
+    once = cpa(trees, y, kernel=KERNEL, **kw)
+    thrice = cpa(trees, y, kernel=KERNEL, confirm=3, **kw)
+    assert once.converged and thrice.converged
+    stop = len(once.stats["history"]) - 1  # the iteration where confirm=1 stopped
+    assert len(thrice.stats["history"]) >= stop + 3
+    for a, b in zip(once.stats["history"][:stop], thrice.stats["history"][:stop]):
         assert a.planes == b.planes and a.violation == pytest.approx(b.violation, abs=1e-9)
 
     def passed(run, i):  # the stopping test of iteration i (xi: the slack before it)
-        h = run.history
+        h = run.stats["history"]
         return h[i].violation <= (h[i - 1].slack if i else 0.0) + 1e-3
 
     assert passed(once, stop) and passed(thrice, stop)
-    last = len(thrice.history) - 1
+    last = len(thrice.stats["history"]) - 1
     assert all(passed(thrice, i) for i in (last - 2, last - 1, last))
     # ... and not earlier: no three passes in a row before the last three
     assert not any(passed(thrice, i) and passed(thrice, i + 1) and passed(thrice, i + 2)
@@ -344,13 +348,13 @@ def test_confirm_continues_the_same_run_until_k_consecutive_passes(trec):
     assert primal(thrice) < primal(once)
     # without sampling the test is deterministic: one pass is final
     exact = dict(kw, sample=len(y))
-    assert len(cpa(KERNEL, trees, y, confirm=3, **exact).history) == len(
-        cpa(KERNEL, trees, y, **exact).history)
+    assert len(cpa(trees, y, kernel=KERNEL, confirm=3, **exact).stats["history"]) == len(
+        cpa(trees, y, kernel=KERNEL, **exact).stats["history"])
 
 
 def test_rejection_sampling_follows_importance_weights():
     y = np.where(np.arange(1100) < 100, 1, -1)  # 1:10
-    z = importance_weights(y, 5.0)
+    z = np.where(y > 0, 5.0, 1.0)  # uSVM+j's importance with j = 5
     idx = np.concatenate([draw_sample(jax.random.PRNGKey(s), len(y), 500, z)
                           for s in range(20)])
     frac = np.mean(y[idx] > 0)
@@ -368,9 +372,10 @@ def test_rejection_sampling_follows_importance_weights():
 
 def test_importance_sampling_raises_recall(trec):
     trees, y, _ = trec
-    plain = cpa(KERNEL, trees, y, C=5.0, sample=80, key=jax.random.PRNGKey(0), max_iter=60)
-    weighted = cpa(KERNEL, trees, y, C=5.0, sample=80, j=5.0, key=jax.random.PRNGKey(0),
-                   max_iter=60)
+    plain = cpa(trees, y, kernel=KERNEL, C=5.0, sample=80, key=jax.random.PRNGKey(0),
+                max_iter=60)
+    weighted = cpa(trees, y, kernel=KERNEL, C=5.0, sample=80, class_weight={1: 5.0, -1: 1.0},
+                   key=jax.random.PRNGKey(0), max_iter=60)
     pos = y > 0
     recall = [np.mean(m.model.predict(trees)[pos] > 0) for m in (plain, weighted)]
     assert recall[1] > recall[0]
@@ -379,10 +384,10 @@ def test_importance_sampling_raises_recall(trec):
 def test_svm_light_c_conversion():
     y = np.array([1, -1, -1, 1, -1])
     assert svm_light_C(2.0, y) == 10.0
-    assert svm_light_C(2.0, y, j=3.0) == 2.0 * (3 + 1 + 1 + 3 + 1)
+    assert svm_light_C(2.0, y, class_weight={1: 3.0, -1: 1.0}) == 2.0 * (3 + 1 + 1 + 3 + 1)
     assert svm_light_C(1.0, y, importance=np.array([0.5, 1, 1, 0.5, 2])) == 5.0
     with pytest.raises(ValueError, match="not both"):
-        svm_light_C(1.0, y, j=2.0, importance=np.ones(5))
+        svm_light_C(1.0, y, class_weight={1: 2.0}, importance=np.ones(5))
     with pytest.raises(ValueError, match="c_light"):
         svm_light_C(0.0, y)
     with pytest.raises(ValueError, match="5 finite weights"):
@@ -394,18 +399,20 @@ def test_svm_light_c_conversion():
     ({"C": 0.0}, "C and epsilon"),
     ({"sample": 0}, "sample"),
     ({"confirm": 0}, "confirm"),
-    ({"j": 2.0, "importance": np.ones(3)}, "not both"),
-    ({"j": -1.0}, "j must be"),
+    ({"class_weight": {1: 2.0}, "importance": np.ones(3)}, "not both"),
+    ({"class_weight": {1: -1.0}}, r"class_weight\[1\] must be"),
+    ({"class_weight": {2: 1.0}}, "not classes"),
+    ({"sample": 2}, "key="),
 ])
 def test_bad_arguments(kwargs, match):
     trees = [jkern.trees.parse_penn("(S (NP (NN a))(VP (VB b)))")] * 3
     with pytest.raises(ValueError, match=match):
-        cpa(KERNEL, trees, np.array([1, -1, 1]), **kwargs)
+        cpa(trees, np.array([1, -1, 1]), kernel=KERNEL, **kwargs)
 
 
 def test_bad_labels_and_kernels():
     trees = [jkern.trees.parse_penn("(S (NP (NN a))(VP (VB b)))")] * 2
-    with pytest.raises(ValueError, match="labels"):
-        cpa(KERNEL, trees, np.array([1, 0]))
+    with pytest.raises(ValueError, match="-1 and \\+1"):
+        cpa(trees, np.array([1, 0]), kernel=KERNEL)
     with pytest.raises(TypeError, match="tree kernel"):
-        cpa(jkern.RBF(1.0), trees, np.array([1, -1]))
+        cpa(trees, np.array([1, -1]), kernel=jkern.RBF(1.0))
