@@ -191,7 +191,8 @@ def trec_words(shared_data):
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
 @pytest.mark.parametrize("C", [0.05, 0.5, 5.0])
-@pytest.mark.parametrize("bias, class_weight", [(1.0, None), (None, None), (1.0, (3.0, 1.0))],
+@pytest.mark.parametrize("bias, class_weight",
+                         [(1.0, None), (None, None), (1.0, {1: 3.0, -1: 1.0})],
                          ids=["bias", "no-bias", "weighted"])
 def test_dcd_matches_linear_svc_over_a_grid(trec_words, loss, C, bias, class_weight):
     """ENTY against the rest on all training questions: primal objective within 0.1% of
@@ -200,13 +201,14 @@ def test_dcd_matches_linear_svc_over_a_grid(trec_words, loss, C, bias, class_wei
     y, yt = np.where(labels == "ENTY", 1.0, -1.0), np.where(test_labels == "ENTY", 1.0, -1.0)
     sk_kw = {"intercept_scaling": bias} if bias else {"fit_intercept": False}
     if class_weight:
-        sk_kw["class_weight"] = {1: class_weight[0], -1: class_weight[1]}
+        sk_kw["class_weight"] = class_weight  # the same mapping label -> weight
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ConvergenceWarning
         sk = _linear_svc(loss=loss, C=C, **sk_kw).fit(X, y)
-    m = dcd(X, y, C=C, loss=loss, bias=bias, class_weight=class_weight, tol=1e-6,
-            max_iter=100_000, key=jax.random.key(0))
-    assert bool(m.converged)
+    sol = dcd(X, y, C=C, loss=loss, bias=bias, class_weight=class_weight, tol=1e-6,
+              max_iter=100_000, key=jax.random.key(0))
+    assert bool(sol.converged)
+    m = sol.model
     obj = {"C": C, "loss": loss, "bias": bias, "class_weight": class_weight}
     p_jk = float(primal_objective(m, X, y, **obj))
     p_sk = float(primal_objective(_as_model(sk.coef_[0], sk.intercept_[0] if bias else 0.0),
@@ -248,13 +250,14 @@ def test_ksvm_matches_libsvm_over_a_grid(sptk_gram, C, label):
 
     _, _, labels, g = sptk_gram
     y = np.where(labels == label, 1, -1)
-    model = ksvm(g, y, C=C, tol=1e-6)
-    assert bool(model.converged)
+    sol = ksvm(g, y, C=C, tol=1e-6)
+    assert bool(sol.converged)
+    model = sol.model
     ref = SVC(kernel="precomputed", C=C, tol=1e-6, shrinking=False).fit(g, y)
     coef = np.zeros(len(y))
     coef[ref.support_] = ref.dual_coef_[0]
     ref_obj = 0.5 * coef @ g @ coef - np.abs(coef).sum()
-    assert float(model.dual_objective) == pytest.approx(ref_obj, rel=1e-6)
+    assert float(sol.stats["dual_objective"]) == pytest.approx(ref_obj, rel=1e-6)
     f, f_ref = np.asarray(model.decision_function(g)), ref.decision_function(g)
     assert np.max(np.abs(f - f_ref)) <= 1e-3 * np.max(np.abs(f_ref))
     np.testing.assert_array_equal(np.sign(f[np.abs(f_ref) > 1e-3]),
@@ -282,22 +285,22 @@ def test_cutting_plane_modes_agree_on_boundary_data(boundary, kernel_name, lexic
         trees = [without_leaves(t) for t in trees]
     kernel = jkern.Normalized(make_kernel(kernel_name, 0.4, 0.4))
     train, y_train, test = trees[:400], y[:400], trees[400:]
-    runs = {mode: cpa(kernel, train, y_train, C=40.0 * len(train) / 400, sample=100,
+    runs = {mode: cpa(train, y_train, kernel=kernel, C=40.0 * len(train) / 400, sample=100,
                       epsilon=1e-3, mode=mode, keep_margins=True, key=jax.random.PRNGKey(4),
                       max_iter=25)
             for mode in ("usvm", "sdag", "sdag+", "forest")}
     base = runs["usvm"]
-    assert len(base.history) >= 5
+    assert len(base.stats["history"]) >= 5
     f0 = np.asarray(base.model.decision_function(test, mode="usvm"))
     for mode, r in runs.items():
-        assert len(r.history) == len(base.history), mode
-        for a, b in zip(r.margins, base.margins):
+        assert len(r.stats["history"]) == len(base.stats["history"]), mode
+        for a, b in zip(r.stats["margins"], base.stats["margins"]):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
         np.testing.assert_allclose(r.model.coef, base.model.coef, rtol=1e-9, atol=1e-12)
         f = np.asarray(r.model.decision_function(test, mode="sdag+"))
         assert np.max(np.abs(f - f0)) <= 1e-9 * np.max(np.abs(f0)), mode
         np.testing.assert_array_equal(np.where(f >= 0, 1, -1), np.where(f0 >= 0, 1, -1))
-    d = [runs[m].delta_evals for m in ("usvm", "sdag", "sdag+", "forest")]
+    d = [runs[m].stats["delta_evals"] for m in ("usvm", "sdag", "sdag+", "forest")]
     assert d[0] > d[1] > d[2] >= d[3] > 0, d
 
 
