@@ -75,9 +75,12 @@ class Solution(eqx.Module, Generic[Model]):
         if not throw:
             return self
         if is_traced(self.result):
+            # On every array of the solution, the model's included: a caller that keeps only
+            # the model keeps the check (an error_if whose output is unused is dropped).
             msg = "the solver did not succeed (see jkern.RESULTS; throw=False returns the result)"
-            result = eqx.error_if(self.result, self.result != RESULTS.successful, msg)
-            return eqx.tree_at(lambda s: s.result, self, result)
+            arrays, static = eqx.partition(self, eqx.is_array)
+            arrays = eqx.error_if(arrays, jnp.any(self.result != RESULTS.successful), msg)
+            return eqx.combine(arrays, static)
         codes = np.asarray(self.result)
         bad = codes[codes != RESULTS.successful]
         if bad.size:

@@ -369,9 +369,6 @@ def test_throw_under_vmap_and_jit_is_an_equinox_runtime_error(data):
     assert bool(jnp.all(grid.converged))
 
 
-@pytest.mark.xfail(strict=True, reason="library bug: Solution.check puts the error_if on "
-                   "`result` only, so under jit a caller that keeps only the model drops the "
-                   "check (its docstring says it is on the model's arrays)")
 def test_throw_under_jit_holds_when_only_the_model_is_kept(data):
     _, y, _, K = data
     with pytest.raises(jax.errors.JaxRuntimeError, match="did not succeed"):
@@ -454,8 +451,6 @@ def test_traced_bad_C_stops_the_vmap_with_an_equinox_error(data):
         jax.vmap(lambda c: ksvm(K, y, C=c, tol=1e-6))(jnp.array([0.05, -1.0, 5.0]))
 
 
-@pytest.mark.xfail(strict=True, reason="library bug: cpa checks a precomputed gram's shape "
-                   "but not its values (jkern/svm/_cpa.py _GramBlocks); NaN runs to max_iter")
 def test_cpa_rejects_nan_in_the_gram_matrix(trees):
     ts, yt, g = trees
     bad = g.copy()

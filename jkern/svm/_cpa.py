@@ -129,7 +129,9 @@ class _GramBlocks:
     def __init__(self, gram: Any, n: int):
         gram = np.asarray(gram, np.float64)
         if gram.shape != (n, n):
-            raise ValueError(f"gram must be [n, n] = [{n}, {n}], got {gram.shape}")
+            raise InputError(f"gram must be [n, n] = [{n}, {n}], got {gram.shape}")
+        if not np.all(np.isfinite(gram)):
+            raise InputError("gram holds NaN or inf values")
         self.gram = gram
         self.work = self._NoWork()
         self.preprocessing_deltas = 0
