@@ -11,12 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
-import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._labels import labels_at
+from ._labels import predict_labels, score_columns
 from ._nystrom import Nystrom, NystromEnsemble
-from ._validate import sign_labels
 from .errors import InputError
 from .kda._model import KDA
 from .svm._dcd import LinearSVM
@@ -89,11 +87,13 @@ class NystromModel(eqx.Module):
     def predict(self, x: Sequence[Any], **gram_options: Any) -> Any:
         """Labels of inputs `x`: ±1 (or the two classes) by the sign of a binary linear SVM,
         +1 at 0; otherwise the class of the highest score (ties: the lowest class)."""
+        return predict_labels(self.decision_function(x, **gram_options), self.classes)
+
+    def class_scores(self, x: Sequence[Any], **gram_options: Any) -> Float[Array, "n k"]:
+        """`[n, k]` one score per class (a binary linear SVM: (-f, f))."""
+        return score_columns(self.decision_function(x, **gram_options))
+
+    def classify(self, x: Sequence[Any], **gram_options: Any) -> tuple[Any, Float[Array, "n k"]]:
+        """`(predict(x), class_scores(x))` from one kernel computation."""
         f = self.decision_function(x, **gram_options)
-        classes = self.classes
-        if f.ndim == 1:
-            signs = sign_labels(f)
-            return signs if classes is None else labels_at(classes, (signs > 0).astype(jnp.int32))
-        if classes is None:
-            raise InputError("a model with several scores per input needs its classes")
-        return labels_at(classes, jnp.argmax(f, axis=-1))
+        return predict_labels(f, self.classes), score_columns(f)

@@ -139,11 +139,6 @@ def _key(label: Any) -> Any:
     return label
 
 
-def sign_labels(f: Array) -> Array:
-    """The binary tie rule: +1 where the decision value is >= 0, else -1 (int32)."""
-    return jnp.where(f >= 0, 1, -1).astype(jnp.int32)
-
-
 def finite(name: str, x: Any) -> None:
     """Concrete `x` must hold only finite values (checked where it lives: no host copy)."""
     if is_traced(x):

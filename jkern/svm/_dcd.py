@@ -40,7 +40,7 @@ import numpy as np
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int
 
-from .._labels import labels_at
+from .._labels import labels_at, sign_labels
 from .._solution import Solution, result_code
 from .._validate import (
     class_weights,
@@ -50,7 +50,6 @@ from .._validate import (
     plus_minus_labels,
     positive,
     positive_int,
-    sign_labels,
 )
 from ..errors import InputError
 from ._ovr import one_vs_rest

@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._labels import labels_at
-from .._validate import sign_labels
+from .._labels import predict_labels, score_columns
 from ..errors import InputError
 from ..kernels._base import AbstractKernel, Normalized, resolve_dtype
 from ..kernels._tree_kernels import AbstractTreeKernel
@@ -80,7 +79,7 @@ class KernelExpansion(eqx.Module):
     def decision_function(self, x: Sequence[Any], *, mode: str = "forest", dtype: Any = None,
                           block_size: int = 256, threads: int = 2,
                           devices: Sequence[Any] | None = None,
-                          stats: dict | None = None) -> Float[Array, "m *classes"]:
+                          stats: dict | None = None) -> Float[Array, " m *classes"]:
         """f(x): `[m]` for a binary model, `[m, k]` for one-vs-rest.
 
         Args:
@@ -136,21 +135,17 @@ class KernelExpansion(eqx.Module):
     def class_scores(self, x: Sequence[Any], **options: Any) -> Float[Array, "m k"]:
         """`[m, k]` one score per class: the decision values of a one-vs-rest model, and
         (-f, f) for a binary one (so the argmax is `predict`'s class)."""
-        f = self.decision_function(x, **options)
-        return jnp.stack([-f, f], axis=-1) if f.ndim == 1 else f
+        return score_columns(self.decision_function(x, **options))
 
     def predict(self, x: Sequence[Any], **options: Any) -> Any:
         """Labels: ±1 (or `classes[1]`/`classes[0]`) by the sign, +1 at 0; one-vs-rest: the
         label of the highest score (ties: the lowest class)."""
+        return predict_labels(self.decision_function(x, **options), self.classes)
+
+    def classify(self, x: Sequence[Any], **options: Any) -> tuple[Any, Float[Array, "m k"]]:
+        """`(predict(x), class_scores(x))` from one kernel computation."""
         f = self.decision_function(x, **options)
-        if f.ndim == 1:
-            signs = sign_labels(f)
-            if self.classes is None:
-                return np.asarray(signs)
-            return labels_at(self.classes, (signs > 0).astype(jnp.int32))
-        if self.classes is None:  # only a hand-built model lacks them
-            raise InputError("a one-vs-rest model needs its classes")
-        return labels_at(self.classes, jnp.argmax(f, axis=-1))
+        return predict_labels(f, self.classes), score_columns(f)
 
     @staticmethod
     def stack(models: Sequence[KernelExpansion], classes: Sequence[Any]) -> KernelExpansion:

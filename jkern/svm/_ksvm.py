@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._labels import labels_at
+from .._labels import predict_labels
 from .._solution import Solution, result_code
 from .._validate import (
     class_weights,
@@ -29,7 +29,6 @@ from .._validate import (
     plus_minus_labels,
     positive,
     positive_int,
-    sign_labels,
 )
 from ..errors import InputError
 from ..kernels._base import AbstractKernel
@@ -65,7 +64,7 @@ class KernelSVM(eqx.Module):
         """Support vectors: kernel evaluations needed to classify one input."""
         return len(self.support)
 
-    def decision_function(self, k: Float[Array, "m n"]) -> Float[Array, "m *classes"]:
+    def decision_function(self, k: Float[Array, "m n"]) -> Float[Array, " m *classes"]:
         """Decision values from `k[i, j] = K(x_i, train_j)`."""
         k = jnp.asarray(k)
         n = self.coef.shape[-1]
@@ -79,10 +78,7 @@ class KernelSVM(eqx.Module):
     def predict(self, k: Float[Array, "m n"]):
         """±1 (binary: +1 where f >= 0) or class labels (one-vs-rest: the highest decision
         value, ties to the lowest class)."""
-        f = self.decision_function(k)
-        if self.classes is None:
-            return sign_labels(f)
-        return labels_at(self.classes, jnp.argmax(f, axis=-1))
+        return predict_labels(self.decision_function(k), self.classes)
 
     def expand(self, kernel: AbstractKernel, inputs: Sequence[Any]) -> KernelExpansion:
         """The model as a `KernelExpansion` over its support inputs (`inputs`: the training
