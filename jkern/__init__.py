@@ -23,7 +23,6 @@ from ._nystrom import NystromEnsemble as NystromEnsemble
 from ._nystrom import approximation_error as approximation_error
 from ._nystrom import fit_nystrom as fit_nystrom
 from ._nystrom import fit_nystrom_ensemble as fit_nystrom_ensemble
-from ._nystrom import load_projector as load_projector
 from ._nystrom import nystrom_projection as nystrom_projection
 from ._nystrom import projector_from_gram as projector_from_gram
 from ._nystrom import saving as saving
@@ -34,5 +33,9 @@ from ._solution import Solution as Solution
 from ._io import load as load
 from ._io import save as save
 from ._pipeline import NystromModel as NystromModel
+from ._train_trees import train_cutting_plane as train_cutting_plane
+from ._train_trees import train_kda as train_kda
+from ._train_trees import train_kernel_svm as train_kernel_svm
+from ._train_trees import train_nystrom_svm as train_nystrom_svm
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__

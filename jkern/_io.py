@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._validate import is_traced
+from ._version import __version__
 from .errors import InputError, JkernError, ModelFileError
 from .trees._penn import parse_penn
 from .trees._svmlight import Example
@@ -73,6 +74,20 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], Any])
         raise
 
 
+def write_matrix(path: str | os.PathLike[str], matrix: Any) -> None:
+    """Write a matrix as `.npy` or `.tsv` (by the suffix), atomically (`write_atomic`).
+
+    TSV values round-trip exactly: 17 significant digits for float64, 9 for float32.
+    """
+    matrix = np.asarray(matrix)
+    if str(path).lower().endswith(".npy"):
+        write_atomic(path, lambda f: np.save(f, matrix, allow_pickle=False))
+        return
+    spec = ".9g" if matrix.dtype == np.float32 else ".17g"
+    text = "".join("\t".join(format(float(x), spec) for x in row) + "\n" for row in matrix)
+    write_atomic(path, lambda f: f.write(text.encode("ascii")))
+
+
 # --------------------------------------------------------------------------- the registry
 
 
@@ -111,15 +126,13 @@ def save(path: str | os.PathLike[str], obj: Any) -> None:
     >>> bool(eqx.tree_equal(jkern.load(path), kernel))
     True
     """
-    import jkern
-
     _, canonical = _registry()
     if type(obj) not in canonical:
         raise InputError(f"cannot save a {type(obj).__module__}.{type(obj).__qualname__}: "
                          "jkern.save takes jkern models, projectors and kernels")
     arrays: dict[str, np.ndarray] = {}
     spec = _encode(obj, "", arrays, canonical)
-    header = {"format": FORMAT, "version": VERSION, "jkern": jkern.__version__, "object": spec}
+    header = {"format": FORMAT, "version": VERSION, "jkern": __version__, "object": spec}
     text = json.dumps(header, ensure_ascii=False, allow_nan=False, indent=1).encode("utf-8")
 
     def write(f: BinaryIO) -> None:
@@ -203,7 +216,9 @@ def load(path: str | os.PathLike[str]) -> Any:
             names = set(z.namelist())
             if HEADER not in names:
                 if {"header.npy", "kda.header.npy"} & names:
-                    return _load_legacy(source)
+                    from ._legacy import load_legacy
+
+                    return load_legacy(source)
                 raise _Corrupt(f"no {HEADER}")
             header = json.loads(z.read(HEADER).decode("utf-8"))
             if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -315,63 +330,3 @@ def _decode_object(node: dict, where: str, reader: _Reader, by_name: dict[str, t
             except Exception as err:  # the file's values break the class's invariants
                 raise _Corrupt(f"{where or name}: {err}") from err
     return obj
-
-
-# --------------------------------------------------------------------------- old formats
-
-_OLD = {  # format: (what it is, what to do when it no longer loads)
-    "jkern.nystrom/1": ("Nyström projector file", "refit the projector"),
-    "jkern-kda-1": ("KDA file", "retrain the model"),
-    "jkern.model/1": ("`jkern train` model file", "retrain the model"),
-}
-
-
-def _load_legacy(source: str) -> Any:
-    """A file of the formats before this one, as the objects of today (docs/save.md)."""
-    from ._nystrom import projector_from_arrays
-    from ._pipeline import NystromModel
-    from .kda._io import kda_from_arrays
-
-    with np.load(source, allow_pickle=False) as data:
-        old = "jkern-kda-1" if "kda.header" in data.files else json.loads(
-            str(data["header"])).get("format")
-        if old not in _OLD:
-            raise _Corrupt(f"unknown format {old!r}")
-        try:
-            if old == "jkern.nystrom/1":
-                return projector_from_arrays(data, source=source)
-            if old == "jkern-kda-1":
-                model = kda_from_arrays(data, source=source)
-                if "nystrom.header" not in data.files:
-                    return model
-                return NystromModel(projector_from_arrays(data, "nystrom.", source), model)
-            return _old_cli_model(data, source)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
-            what, todo = _OLD[old]
-            raise ModelFileError(f"{source}: an old jkern {what} (format {old}) that this jkern "
-                                 f"cannot read ({err}); {todo}") from err
-
-
-def _old_cli_model(data: Any, source: str) -> Any:
-    """A `jkern train` file of jkern 0.1: `NystromModel` (dcd, kda) or `KernelExpansion`
-    (ksvm, cpa; those files kept no training indices, so `support` counts 0, 1, ...)."""
-    from ._nystrom import projector_from_arrays
-    from ._pipeline import NystromModel
-    from .kda._io import kda_from_arrays
-    from .kernels._spec import kernel_from_spec
-    from .svm import KernelExpansion, LinearSVM
-
-    algo = json.loads(str(data["header"]))["algo"]
-    classes = tuple(str(c) for c in data["classes"])
-    if algo in ("dcd", "kda"):
-        projector = projector_from_arrays(data, "projector/", source)
-        head = (LinearSVM(w=jnp.asarray(data["w"]), b=jnp.asarray(data["b"]), classes=classes)
-                if algo == "dcd" else kda_from_arrays(data, "kda/", source))
-        return NystromModel(projector, head)
-    if algo not in ("ksvm", "cpa"):
-        raise ValueError(f"unknown algorithm {algo!r}")
-    kernel = kernel_from_spec(json.loads(str(data["kernel_spec"])), data)
-    support = tuple(parse_penn(str(s), source=f"{source}:support_trees")
-                    for s in data["support_trees"])
-    return KernelExpansion(kernel, jnp.asarray(data["coef"]), jnp.asarray(data["intercept"]),
-                           tuple(range(len(support))), support, classes)

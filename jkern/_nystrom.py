@@ -8,8 +8,6 @@ rank). K(x, L) goes through the forest path of the tree kernels, in row blocks.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,11 +18,6 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .kernels._base import AbstractKernel
-from .kernels._spec import kernel_from_spec, kernel_to_spec
-from .trees._penn import parse_penn
-from .trees._tree import Tree
-
-_FORMAT = "jkern.nystrom/1"
 
 
 def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None = None
@@ -44,10 +37,10 @@ def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None
         raise ValueError(f"need 1 <= landmarks <= inputs, got {m} landmarks for {n} inputs")
     if labels is None:
         return np.asarray(jax.random.choice(key, n, (m,), replace=False))
-    labels = np.asarray(labels)
-    if labels.shape != (n,):
-        raise ValueError(f"labels must have one entry per input ({n}), got shape {labels.shape}")
-    classes, inverse, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    lab = np.asarray(labels)
+    if lab.shape != (n,):
+        raise ValueError(f"labels must have one entry per input ({n}), got shape {lab.shape}")
+    classes, inverse, sizes = np.unique(lab, return_inverse=True, return_counts=True)
     share = m * sizes / n
     quota = np.floor(share).astype(np.int64)
     if m >= len(classes):
@@ -86,8 +79,8 @@ def nystrom_projection(w: Float[Array, "m m"], *, rcond: float = 1e-5
 class Nystrom(eqx.Module):
     """A Nyström projector: a kernel, its landmarks and H = U S^-1/2.
 
-    `embed(x)` gives `K(x, landmarks) @ projection`. Save with `save`, reload with
-    `load_projector`; the reloaded projector embeds bit-identically.
+    `embed(x)` gives `K(x, landmarks) @ projection`. Save with `jkern.save`, reload with
+    `jkern.load`; the reloaded projector embeds bit-identically.
     """
 
     kernel: AbstractKernel
@@ -115,9 +108,6 @@ class Nystrom(eqx.Module):
         h = self.projection.astype(c.dtype)
         return jnp.matmul(c, h, precision=jax.lax.Precision.HIGHEST)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        save_projector(path, self)
-
 
 class NystromEnsemble(eqx.Module):
     """Several independent projections (Croce & Basili's ensemble Nyström).
@@ -133,6 +123,11 @@ class NystromEnsemble(eqx.Module):
         """Landmarks over all members: the kernel evaluations an embedding costs."""
         return sum(m.n_landmarks for m in self.members)
 
+    @property
+    def rank(self) -> int:
+        """Dimensions of the embedding: the members' ranks added up."""
+        return sum(m.rank for m in self.members)
+
     def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
               ) -> Float[Array, "n rank"]:
         # one Gram block against all landmarks at once: one forest, one pass
@@ -146,9 +141,6 @@ class NystromEnsemble(eqx.Module):
             parts.append(m.embed_columns(c[:, start: start + m.n_landmarks]))
             start += m.n_landmarks
         return jnp.concatenate(parts, axis=1) / np.sqrt(len(self.members))
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        save_projector(path, self)
 
 
 def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key: Array,
@@ -204,71 +196,3 @@ def saving(landmarks: int, support_vectors: int) -> float:
     """The papers' saving: the share of kernel evaluations per classified input avoided,
     1 − landmarks / support vectors of the kernel SVM."""
     return 1.0 - landmarks / support_vectors
-
-
-# --------------------------------------------------------------------------- save / load
-# `jkern.save` / `jkern.load` (jkern/_io.py) write and read projectors. The `jkern.nystrom/1`
-# arrays below are the previous format: `projector_from_arrays` reads old files, and
-# `projector_arrays` stays only until the CLI writes with `jkern.save`.
-
-
-def _member_arrays(m: Nystrom, prefix: str) -> tuple[dict, dict]:
-    if not all(isinstance(t, Tree) for t in m.landmarks):
-        raise TypeError("only projectors whose landmarks are trees can be saved")
-    spec, arrays = kernel_to_spec(m.kernel, f"{prefix}kernel")
-    arrays[f"{prefix}projection"] = np.asarray(m.projection)
-    arrays[f"{prefix}landmarks"] = np.array([t.to_penn() for t in m.landmarks], dtype=str)
-    return spec, arrays
-
-
-def projector_arrays(projector: Nystrom | NystromEnsemble, prefix: str = "") -> dict:
-    """The named arrays (and a JSON header) of the old `jkern.nystrom/1` format."""
-    members = projector.members if isinstance(projector, NystromEnsemble) else (projector,)
-    specs, arrays = [], {}
-    for e, m in enumerate(members):
-        spec, arr = _member_arrays(m, f"{prefix}m{e}.")
-        specs.append(spec)
-        arrays.update(arr)
-    header = {"format": _FORMAT, "ensemble": isinstance(projector, NystromEnsemble),
-              "kernels": specs}
-    arrays[f"{prefix}header"] = np.array(json.dumps(header))
-    return arrays
-
-
-def projector_from_arrays(data: Any, prefix: str = "", source: str = "<arrays>"
-                          ) -> Nystrom | NystromEnsemble:
-    """The projector `projector_arrays` described (`data`: a mapping such as an open `.npz`
-    of the old `jkern.nystrom/1` format)."""
-    key = f"{prefix}header"
-    if key not in data:
-        raise ValueError(f"{source}: not a jkern Nyström projector file")
-    header = json.loads(str(data[key]))
-    if header.get("format") != _FORMAT:
-        raise ValueError(f"{source}: not a jkern Nyström projector file")
-    members = []
-    for e, spec in enumerate(header["kernels"]):
-        landmarks = tuple(parse_penn(str(s), source=f"{source}:landmark")
-                          for s in data[f"{prefix}m{e}.landmarks"])
-        members.append(Nystrom(kernel_from_spec(spec, data), landmarks,
-                               jnp.asarray(data[f"{prefix}m{e}.projection"])))
-    return NystromEnsemble(tuple(members)) if header["ensemble"] else members[0]
-
-
-def save_projector(path: str | os.PathLike[str], projector: Nystrom | NystromEnsemble) -> None:
-    """`jkern.save(path, projector)`."""
-    from ._io import save
-
-    save(path, projector)
-
-
-def load_projector(path: str | os.PathLike[str]) -> Nystrom | NystromEnsemble:
-    """`jkern.load(path)`, which must hold a projector (also reads the old
-    `jkern.nystrom/1` files)."""
-    from ._io import load
-    from .errors import ModelFileError
-
-    projector = load(path)
-    if not isinstance(projector, (Nystrom, NystromEnsemble)):
-        raise ModelFileError(f"{os.fspath(path)}: holds a {type(projector).__name__}, not a "
-                             "Nyström projector")
-    return projector

@@ -49,7 +49,7 @@ def test_train_and_predict_ksvm(dat, tmp_path, capsys):
     trees = jkern.read_trees(dat)
     labels = np.array([line.split()[0] for line in Path(dat).read_text().splitlines()])
     g = jkern.gram(jkern.Normalized(jkern.SST(0.4)), trees, dtype="float64")
-    ref = jkern.svm.ksvm_ovr(g, labels, C=10.0)
+    ref = jkern.svm.ksvm_ovr(g, labels, C=10.0).model
     scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
     np.testing.assert_allclose(scores, np.asarray(ref.decision_function(g)), atol=1e-9)
     acc = float(np.mean(ref.predict(g) == labels))
@@ -74,8 +74,9 @@ def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     # --c-light 0.5 with j = 3: the 1-slack C is 0.5 * (3 * positives + negatives)
     c = 0.5 * (3 * np.sum(labels > 0) + np.sum(labels < 0)) if "--c-light" in extra else 50.0
     confirm = 3 if "--confirm" in extra else 1
-    ref = jkern.svm.cpa(jkern.Normalized(jkern.SST(0.4)), trees, labels, C=c, sample=20,
-                        j=j, confirm=confirm, key=jax.random.PRNGKey(2))
+    ref = jkern.svm.cpa(trees, labels, kernel=jkern.Normalized(jkern.SST(0.4)), C=c,
+                        sample=20, class_weight=None if j is None else {1: j, -1: 1.0},
+                        confirm=confirm, key=jax.random.PRNGKey(2))
     f = np.asarray(ref.model.decision_function(trees))
     scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
     np.testing.assert_allclose(scores, np.stack([-f, f], axis=1), rtol=1e-9, atol=1e-12)
@@ -103,9 +104,8 @@ def test_train_and_predict_kda(dat, tmp_path, capsys):
     lines = out.read_text().splitlines()
     assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
     # the saved network and projector give the same scores through the library
-    data = np.load(model)
-    net = jkern.kda.kda_from_arrays(data, "kda/")
-    proj = jkern.load_projector(proj_path)
+    net = jkern.load(model).head
+    proj = jkern.load(proj_path)
     trees = jkern.read_trees(dat)
     c = jkern.gram(proj.kernel, trees, list(proj.landmarks), dtype="float64")
     scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
@@ -121,7 +121,7 @@ def test_train_and_predict_kda(dat, tmp_path, capsys):
       "--out", "{tmp}/m.npz"], "--dropout 1.0: use a rate in [0, 1)"),
     (["train", "{dat}", "--algo", "ksvm", "--kernel", "sst", "--out", "{tmp}/m.txt"],
      "use a .npz file name"),
-    (["predict", "{dat}", "{dat}", "--out", "{tmp}/p.tsv"], "not a .npz file"),
+    (["predict", "{dat}", "{dat}", "--out", "{tmp}/p.tsv"], "not a jkern model file"),
     (["nystrom", "embed", "{tmp}/missing.npz", "{dat}", "--out", "{tmp}/x.npy"],
      "No such file"),
 ])

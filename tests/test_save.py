@@ -124,16 +124,11 @@ def test_nystrom_round_trip(dtype, tmp_path):
     same_values(again.embed(TREES, dtype=dtype), proj.embed(TREES, dtype=dtype))
 
 
-def test_ensemble_round_trip_and_the_projector_wrappers(tmp_path):
+def test_ensemble_round_trip(tmp_path):
     ens = jkern.fit_nystrom_ensemble(jkern.SST(0.4), TREES, landmarks=3, projections=2,
                                      key=jax.random.PRNGKey(1))
     again = round_trip(ens, tmp_path)
     same_values(again.embed(TREES), ens.embed(TREES))
-    ens.save(tmp_path / "e.npz")  # the method and load_projector are jkern.save / jkern.load
-    assert_same(ens, jkern.load_projector(tmp_path / "e.npz"))
-    jkern.save(tmp_path / "k.npz", jkern.SST(0.4))
-    with pytest.raises(ModelFileError, match="holds a SST, not a Nyström projector"):
-        jkern.load_projector(tmp_path / "k.npz")
 
 
 # --------------------------------------------------------------------------- models
@@ -205,10 +200,8 @@ def test_kda_round_trip(dtype, tmp_path):
     again = round_trip(model, tmp_path)
     c = kernel.gram(TREES, list(projector.landmarks))
     same_values(again(c), model(c))
-    kda.save_kda(tmp_path / "k.npz", model, projector)  # kda's wrappers: one NystromModel
-    assert isinstance(jkern.load(tmp_path / "k.npz"), jkern.NystromModel)
-    model2, projector2 = kda.load_kda(tmp_path / "k.npz")
-    assert_same((model, projector), (model2, projector2))
+    jkern.save(tmp_path / "k.npz", jkern.NystromModel(projector, model))  # one file
+    assert_same(jkern.NystromModel(projector, model), jkern.load(tmp_path / "k.npz"))
 
 
 def test_solution_round_trip(tmp_path):
@@ -488,11 +481,10 @@ def test_old_projector_and_kda_files_load(old, tmp_path):
     proj, net = old
     np.savez(tmp_path / "p.npz", **_old_projector(proj))
     assert_same(proj, jkern.load(tmp_path / "p.npz"))
-    assert_same(proj, jkern.load_projector(tmp_path / "p.npz"))
     np.savez(tmp_path / "k.npz", **_old_kda(net, "kda."), **_old_projector(proj, "nystrom."))
     assert_same(jkern.NystromModel(proj, net), jkern.load(tmp_path / "k.npz"))
     np.savez(tmp_path / "k.npz", **_old_kda(net, "kda."))
-    assert_same((net, None), kda.load_kda(tmp_path / "k.npz"))
+    assert_same(net, jkern.load(tmp_path / "k.npz"))
 
 
 def test_old_cli_model_files_load(old, tmp_path):

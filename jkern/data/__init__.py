@@ -4,6 +4,7 @@ from ._pyast import DEFAULT_PACKAGES as DEFAULT_PACKAGES
 from ._pyast import StdlibData as StdlibData
 from ._pyast import ast_to_tree as ast_to_tree
 from ._pyast import load_stdlib_functions as load_stdlib_functions
+from ._split import stratified_split as stratified_split
 from ._trec import TREC_COARSE as TREC_COARSE
 from ._trec import TrecData as TrecData
 from ._trec import load_trec as load_trec

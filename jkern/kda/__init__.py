@@ -1,9 +1,5 @@
 """The kernel-based deep architecture: a Nyström layer and an MLP (Croce et al., ACL 2017)."""
 
-from ._io import kda_arrays as kda_arrays
-from ._io import kda_from_arrays as kda_from_arrays
-from ._io import load_kda as load_kda
-from ._io import save_kda as save_kda
 from ._model import KDA as KDA
 from ._train import adam as adam
 from ._train import default_data_key as default_data_key

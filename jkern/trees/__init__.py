@@ -8,6 +8,8 @@ from ._conllu import Token as Token
 from ._errors import TreeParseError as TreeParseError
 from ._heads import head_dependencies as head_dependencies
 from ._io import read_examples_any as read_examples_any
+from ._io import read_labels as read_labels
+from ._io import tree_file_format as tree_file_format
 from ._io import read_trees as read_trees
 from ._io import rewrite_trees as rewrite_trees
 from ._penn import iter_penn as iter_penn

@@ -154,3 +154,33 @@ def rewrite_trees(path: str | os.PathLike[str], transform: Callable[[Tree], Tree
                                             e.vectors))
                for _, e in _svmlight_examples(lines, source)]
     return "".join(f"{text}\n" for text in out)
+
+
+def tree_file_format(path: str | os.PathLike[str]) -> str:
+    """The format `read_trees` detects for a file: "svmlight", "tsv" or "penn"."""
+    return _format(read_lines(path))
+
+
+def read_labels(path: str | os.PathLike[str], column: str | None = None) -> list[str]:
+    """The labels of a tree file, as text: an SVM-Light-TK file's example labels (formatted
+    with `g`: `+1` reads as `1`), or a TSV column (`column`, default `label`).
+
+    Raises:
+        InputError: the file has no labels (Penn trees, a TSV without the column).
+        TreeParseError: malformed input, located as `path:line:column`.
+    """
+    from ..errors import InputError
+
+    lines = read_lines(path)
+    kind = _format(lines)
+    if kind == "tsv":
+        header = lines[0].rstrip("\n").split("\t")
+        name = column or ("label" if "label" in header else None)
+        if name is None or name not in header:
+            raise InputError(f"{path}: name the label column (columns: {', '.join(header)})")
+        at = header.index(name)
+        return [line.rstrip("\n").split("\t")[at] for line in lines[1:] if line.strip()]
+    if kind != "svmlight":
+        raise InputError(f"{path}: no labels (use SVM-Light-TK lines or a TSV with a label "
+                         "column)")
+    return [format(e.label, "g") for _, e in _svmlight_examples(lines, str(path))]

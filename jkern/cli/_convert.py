@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .cli import EXIT_COMPUTE, EXIT_OK, CLIError, _os_message, input_errors, write_atomic
+from ._common import EXIT_OK, CLIError, input_errors, output_errors
 
 SHAPES = ("grct", "lct", "loct", "pos-leaves")
 
@@ -20,7 +20,11 @@ def _dependency_shape(shape: str):
     return {"grct": grct, "lct": lct, "loct": loct}[shape]
 
 
-def configure_convert(p: argparse.ArgumentParser) -> None:
+SUMMARY = ("convert the trees of a file to another shape (GRCT, LCT, LOCT, PoS-marked "
+           "words)")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("trees", metavar="TREES",
                    help="constituency parses: Penn lines, a TSV with a 'tree' column, or "
                         "SVM-Light-TK lines (every tree of each example is converted); or a "
@@ -58,8 +62,9 @@ def _conllu_shapes(path: str, shape: str) -> tuple[str, int]:
     return "".join(f"{line}\n" for line in lines), len(lines)
 
 
-def run_convert(args) -> int:
+def run(args) -> int:
     t0 = time.perf_counter()
+    from jkern._io import write_atomic
     from jkern.trees import rewrite_trees
 
     out = Path(args.out)
@@ -82,17 +87,10 @@ def run_convert(args) -> int:
             n_trees = len(converted)
     if not n_trees:
         raise CLIError(f"{args.trees}: no trees in file")
-    try:
+    with output_errors():
         write_atomic(out, lambda f: f.write(text.encode("utf-8")))
-    except OSError as err:
-        raise CLIError(_os_message(err), EXIT_COMPUTE) from err
     if not args.quiet:
         print(f"jkern: convert {args.shape}: {n_trees} trees -> {args.out} in "
               f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return EXIT_OK
 
-
-COMMANDS = {
-    "convert": ("convert the trees of a file to another shape (GRCT, LCT, LOCT, PoS-marked "
-                "words)", configure_convert, run_convert),
-}

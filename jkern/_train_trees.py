@@ -1,0 +1,132 @@
+"""Tree classifiers end to end: labelled trees in, one model that classifies trees out.
+
+Each function runs one learner of the contract (docs/learners.md) on trees and returns its
+`Solution` with a model that predicts from trees itself (`NystromModel`, `KernelExpansion`),
+ready for `jkern.save`. `jkern train` is a thin layer over these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from ._nystrom import Nystrom, NystromEnsemble
+from ._pipeline import NystromModel
+from ._solution import Solution
+from .data._split import stratified_split
+from .errors import InputError
+from .kernels._base import AbstractKernel
+from .svm._cpa import cpa, svm_light_C
+from .svm._dcd import dcd_ovr
+from .svm._expansion import KernelExpansion, stack_expansions
+from .svm._ksvm import ksvm_ovr
+
+
+def _classes(labels: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise InputError(f"{n} trees but {len(labels)} labels")
+    classes = np.unique(labels)
+    if len(classes) < 2:
+        raise InputError(f"needs at least two classes, got {classes.tolist()}")
+    return labels, classes
+
+
+def train_nystrom_svm(projector: Nystrom | NystromEnsemble, trees: Sequence[Any],
+                      labels: Sequence[Any], *, C: float = 1.0, key: jax.Array,
+                      **gram_options: Any) -> Solution[NystromModel]:
+    """One-vs-rest linear SVMs (`dcd_ovr`) on the projector's embeddings of `trees`."""
+    labels, _ = _classes(labels, len(trees))
+    x = projector.embed(trees, **gram_options)
+    sol = dcd_ovr(x, labels, C=C, key=key)
+    return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
+
+
+def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *,
+              key: jax.Array, hidden: Sequence[int] | None = None, dropout: float = 0.2,
+              l2: float = 1e-4, epochs: int = 500, patience: int | None = 20,
+              dev_fraction: float = 0.1, split_seed: int = 0,
+              **gram_options: Any) -> Solution[NystromModel]:
+    """A KDA (Nyström layer + MLP) on the kernel columns of `trees` against the projector's
+    landmarks, early-stopped on a stratified development part (`dev_fraction` of each class,
+    at least one training tree kept per class; `jkern.data.stratified_split(seed=split_seed)`).
+    The network is initialised from `fold_in(key, 1)` and trained with `fold_in(key, 2)`."""
+    from .kda import KDA, fit
+
+    labels, classes = _classes(labels, len(trees))
+    if not isinstance(projector, Nystrom):
+        raise InputError("a KDA needs a single Nyström projector (not an ensemble)")
+    if not 0 <= dropout < 1:
+        raise InputError(f"dropout {dropout}: use a rate in [0, 1)")
+    if not 0 < dev_fraction < 1:
+        raise InputError(f"dev_fraction {dev_fraction}: use a fraction in (0, 1)")
+    c = np.asarray(projector.kernel.gram(trees, list(projector.landmarks), **gram_options))
+    fit_idx, dev_idx = stratified_split(labels, dev_fraction, seed=split_seed)
+    if len(dev_idx) == 0:
+        raise InputError(f"dev_fraction {dev_fraction} of {len(trees)} trees leaves no "
+                         "development tree: raise it or give more trees")
+    model = KDA.init(jax.random.fold_in(key, 1), np.asarray(projector.projection, c.dtype),
+                     sorted(classes.tolist()), hidden=hidden, dropout=dropout)
+    sol = fit(model, c[fit_idx], labels[fit_idx], c[dev_idx], labels[dev_idx],
+              key=jax.random.fold_in(key, 2), l2=l2, epochs=epochs, patience=patience)
+    return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
+
+
+def train_kernel_svm(kernel: AbstractKernel, trees: Sequence[Any], labels: Sequence[Any], *,
+                     C: float = 1.0, **gram_options: Any) -> Solution[KernelExpansion]:
+    """One-vs-rest C-SVMs (`ksvm_ovr`) on the full Gram matrix of `trees`, kept as a
+    `KernelExpansion` over the support trees."""
+    from .kernels._gram import gram
+
+    labels, _ = _classes(labels, len(trees))
+    sol = ksvm_ovr(gram(kernel, trees, **gram_options), labels, C=C)
+    return Solution(sol.model.expand(kernel, trees), sol.result, sol.stats)
+
+
+def positive_class(classes: Sequence[Any]) -> int:
+    """The index of the class that is +1 in a binary problem: the larger numeric label (so
+    SVM-Light-TK's -1/+1 files keep their sign), else the last in sorted order."""
+    try:
+        values = [float(c) for c in classes]
+    except ValueError:
+        return len(classes) - 1
+    return int(max(range(len(classes)), key=lambda i: values[i]))
+
+
+def train_cutting_plane(kernel: AbstractKernel, trees: Sequence[Any], labels: Sequence[Any],
+                        *, key: jax.Array, C: float = 1.0, c_light: float | None = None,
+                        j: float | None = None, **options: Any) -> Solution[KernelExpansion]:
+    """Cutting-plane SVMs (`cpa`): one binary model for two classes (its classes named in
+    `(negative, positive)` order, the positive class by `positive_class`), one per class
+    against the rest otherwise, merged over the union of their support trees.
+
+    Args:
+        C: the 1-slack C, unless `c_light` gives SVM-light's C (then C = c_light times the
+            number of trees, or with `j` the sum of the importance weights).
+        j: uSVM+j: positives `j` times as likely to be kept by the rejection sampling
+            (`class_weight={1: j, -1: 1}`).
+        **options: the rest of `cpa`'s options (sample, epsilon, confirm, max_iter, mode,
+            dtype, threads, devices, ...).
+    """
+    labels, classes = _classes(labels, len(trees))
+    class_weight = None if j is None else {1: j, -1: 1.0}
+    targets = [positive_class(classes)] if len(classes) == 2 else list(range(len(classes)))
+    sols = []
+    for k in targets:
+        y = np.where(labels == classes[k], 1, -1)
+        c = C if c_light is None else svm_light_C(c_light, y, class_weight=class_weight)
+        sols.append(cpa(trees, y, kernel=kernel, C=c, class_weight=class_weight, key=key,
+                        **options))
+    stats = {name: [s.stats[name] for s in sols] for name in sols[0].stats}
+    result = jax.numpy.stack([s.result for s in sols])
+    if len(classes) == 2:
+        pos = targets[0]
+        named = (classes[1 - pos].item(), classes[pos].item())
+        model = sols[0].model
+        model = KernelExpansion(model.kernel, model.coef, model.intercept, model.support,
+                                model.support_inputs, named)
+        return Solution(model, result[0], stats)
+    return Solution(stack_expansions([s.model for s in sols], classes.tolist()), result, stats)

@@ -1,0 +1,252 @@
+"""What every command shares: the error type and exit codes, argument types, the kernel and
+common flags, and the readers that turn bad input into exit-2 errors. Parsing only: the work
+is the library's (imported inside functions, so `--help` stays light)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXIT_OK = 0
+EXIT_COMPUTE = 1
+EXIT_USAGE = 2
+
+OUTPUT_SUFFIXES = (".npy", ".tsv")
+
+
+class CLIError(Exception):
+    """An error to report as one `jkern: error: ...` line, with an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises `CLIError` instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CLIError(f"{message} (see '{self.prog} --help')", EXIT_USAGE)
+
+
+# --------------------------------------------------------------------------- argument types
+
+
+def _number(parse, ok, requirement: str):
+    """An argparse type: `parse` the text, then require `ok` of the value."""
+    noun = "an integer" if parse is int else "a number"
+
+    def convert(text: str):
+        try:
+            x = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {noun}: {text!r}") from None
+        if not ok(x):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text!r}")
+        return x
+
+    return convert
+
+
+positive_float = _number(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
+finite_float = _number(float, math.isfinite, "finite")
+positive_int = _number(int, lambda k: k >= 1, ">= 1")
+
+
+# --------------------------------------------------------------------------- errors and I/O
+
+
+def os_message(err: OSError) -> str:
+    """`path: reason` for an OSError, without the `[Errno N]` noise."""
+    reason = err.strerror or str(err)
+    if err.filename is not None:
+        return f"{err.filename}: {reason}"
+    return reason
+
+
+@contextlib.contextmanager
+def input_errors() -> Iterator[None]:
+    """Reading input inside this block: a malformed tree (`file:line:col: problem`), an
+    unreadable file or an input error of the library becomes a usage error (exit 2)."""
+    from jkern.errors import InputError
+    from jkern.trees import TreeParseError
+
+    try:
+        yield
+    except (TreeParseError, InputError) as err:
+        raise CLIError(str(err), EXIT_USAGE) from err
+    except OSError as err:
+        raise CLIError(os_message(err), EXIT_USAGE) from err
+
+
+@contextlib.contextmanager
+def compute_errors() -> Iterator[None]:
+    """Computing inside this block: the library's numerical or value errors (overflow, a
+    kernel rejecting its parameters) become computation errors (exit 1)."""
+    try:
+        yield
+    except (FloatingPointError, ValueError, ArithmeticError) as err:
+        raise CLIError(str(err), EXIT_COMPUTE) from err
+
+
+@contextlib.contextmanager
+def output_errors() -> Iterator[None]:
+    """Writing output inside this block: an OSError becomes an output error (exit 1)."""
+    try:
+        yield
+    except OSError as err:
+        raise CLIError(os_message(err), EXIT_COMPUTE) from err
+
+
+def read_trees_or_exit(path: str) -> list[Any]:
+    """The trees of a file; exit 2 with `file:line:col: problem` on bad input."""
+    from jkern.trees import read_trees
+
+    with input_errors():
+        trees = read_trees(path)
+    if not trees:
+        raise CLIError(f"{path}: no trees in file")
+    return trees
+
+
+def read_labels_or_exit(path: str, column: str | None) -> list[str]:
+    """The labels of a tree file (SVM-Light-TK labels or a TSV column); exit 2 without."""
+    from jkern.trees import read_labels
+
+    with input_errors():
+        try:
+            return read_labels(path, column)
+        except ValueError as err:
+            if "label column" in str(err):
+                raise CLIError(f"{err}: use --label-column NAME") from err
+            raise
+
+
+def check_output_path(out: str, suffixes: tuple[str, ...] = OUTPUT_SUFFIXES) -> Path:
+    """`--out`: a known suffix, an existing folder, not a folder itself."""
+    path = Path(out)
+    if path.suffix.lower() not in suffixes:
+        names = " or ".join(suffixes)
+        raise CLIError(f"--out {out}: unknown output format {path.suffix or '(no suffix)'!r}; "
+                       f"use a {names} file name")
+    if not path.parent.is_dir():
+        raise CLIError(f"--out {out}: directory {str(path.parent)!r} does not exist")
+    if path.is_dir():
+        raise CLIError(f"--out {out}: is a directory")
+    return path
+
+
+def say(args: argparse.Namespace, text: str) -> None:
+    """A summary line on stderr, unless --quiet."""
+    if not args.quiet:
+        print(f"jkern: {text}", file=sys.stderr)
+
+
+def setup_jax(dtype: str) -> None:
+    """float64 needs JAX's x64 mode, switched on before any array exists; compile cache."""
+    import jax
+
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+    if os.environ.get("JKERN_NO_CACHE") != "1":
+        from jkern._cache import enable_compilation_cache
+
+        enable_compilation_cache()
+
+
+# --------------------------------------------------------------------------- shared flags
+
+
+def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """The tree-kernel flags shared by the commands that build a kernel."""
+    p.add_argument("--kernel", "-k", required=required,
+                   choices=("st", "sst", "sst-bow", "ptk", "sptk"),
+                   help="tree kernel: st (subtree), sst (subset tree), sst-bow (SST plus "
+                        "equal leaves), ptk (partial tree), sptk (smoothed partial tree)")
+    p.add_argument("--lam", type=positive_float, default=0.4, metavar="L",
+                   help="lambda decay (default 0.4)")
+    p.add_argument("--mu", type=positive_float, default=0.4, metavar="M",
+                   help="mu decay of ptk/sptk (default 0.4; ignored by st/sst/sst-bow)")
+    p.add_argument("--max-subseq", type=positive_int, default=None, metavar="K",
+                   help="ptk/sptk: longest child subsequence (default: no limit, exact; "
+                        "SVM-Light-TK as distributed uses 5; ignored by st/sst/sst-bow)")
+    p.add_argument("--vectors", metavar="FILE",
+                   help="sptk (required): word vectors in word2vec text format")
+    p.add_argument("--threshold", type=finite_float, default=None, metavar="T",
+                   help="sptk: word similarities below T count as 0 (default 0.0)")
+    p.add_argument("--gamma", type=positive_float, default=None, metavar="G",
+                   help="sptk: Gaussian word similarity exp(G (cos - 1)) instead of the "
+                        "thresholded cosine (positive definite; excludes --threshold)")
+    p.add_argument("--normalize", action="store_true",
+                   help="K(a,b)/sqrt(K(a,a) K(b,b))")
+
+
+def check_kernel_arguments(args: argparse.Namespace) -> None:
+    """Usage checks of `add_kernel_arguments`' flags, before any work."""
+    if args.kernel == "sptk":
+        if args.vectors is None:
+            raise CLIError("--kernel sptk needs --vectors FILE (word2vec text format)")
+        if args.gamma is not None and args.threshold is not None:
+            raise CLIError("--threshold applies to the cosine similarity; --gamma replaces it")
+    else:
+        for flag, value in (("--vectors", args.vectors), ("--threshold", args.threshold),
+                            ("--gamma", args.gamma)):
+            if value is not None:
+                raise CLIError(f"{flag} only applies to --kernel sptk")
+
+
+def kernel_from_arguments(args: argparse.Namespace) -> Any:
+    """The kernel the flags describe, from the library's registry (the sptk vectors file is
+    read here: exit 2 on a bad one)."""
+    import numpy as np
+
+    from jkern.kernels import kernel_by_name
+
+    vocab = vectors = None
+    if args.kernel == "sptk":
+        from jkern.data import load_word_vectors
+
+        with input_errors():
+            try:
+                table = load_word_vectors(args.vectors, dtype=np.float64)
+            except ValueError as err:  # a malformed file is bad input
+                raise CLIError(str(err)) from err
+        vocab, vectors = table.words, table.vectors
+    with compute_errors():
+        return kernel_by_name(args.kernel, lam=args.lam, mu=args.mu, max_subseq=args.max_subseq,
+                              vocab=vocab, vectors=vectors, threshold=args.threshold,
+                              gamma=args.gamma, normalize=args.normalize)
+
+
+def kernel_name(args: argparse.Namespace) -> str:
+    """How the summary line names the kernel."""
+    parts = [f"lam={args.lam:g}"]
+    if args.kernel in ("ptk", "sptk"):
+        parts.append(f"mu={args.mu:g}")
+        parts.append(f"max_subseq={args.max_subseq}")
+    if args.kernel == "sptk":
+        parts.append(f"threshold={args.threshold or 0.0:g}" if args.gamma is None
+                     else f"gamma={args.gamma:g}")
+    name = f"{args.kernel}({', '.join(parts)})"
+    return f"normalized {name}" if args.normalize else name
+
+
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """--dtype, --threads, --quiet."""
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                   help="kernel computation precision (default float64)")
+    p.add_argument("--threads", type=positive_int, default=2, metavar="N",
+                   help="host threads computing Gram blocks (default 2)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+
+
+def gram_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The Gram options of `add_common_arguments`' flags (a progress bar on a terminal)."""
+    return {"dtype": args.dtype, "threads": args.threads,
+            "progress": not args.quiet and sys.stderr.isatty()}

@@ -1,0 +1,74 @@
+"""`jkern gram`: a tree-kernel Gram matrix (or a block between two files)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ._common import (
+    EXIT_OK,
+    add_kernel_arguments,
+    check_kernel_arguments,
+    check_output_path,
+    compute_errors,
+    kernel_from_arguments,
+    kernel_name,
+    output_errors,
+    positive_int,
+    read_trees_or_exit,
+    setup_jax,
+)
+
+SUMMARY = "compute a tree-kernel Gram matrix"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    add_kernel_arguments(p)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                   help="compute precision (default float64, for exact values; float32 is "
+                        "faster but has ~7 digits and overflows on big trees or lam/mu near 1, "
+                        "which is reported as an error)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: on when stderr is a terminal "
+                        "and not --quiet)")
+    p.add_argument("--threads", type=positive_int, default=2, metavar="N",
+                   help="host threads computing row blocks at once (default 2)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no summary line on stderr")
+    p.add_argument("--out", "-o", required=True, metavar="FILE",
+                   help="output matrix: FILE.npy (NumPy) or FILE.tsv (one row per line, "
+                        "tab-separated, exact decimal)")
+    p.add_argument("trees", metavar="TREES",
+                   help="trees, one per line: Penn brackets, SVM-Light-TK |BT| ... |ET| lines, "
+                        "or a TSV with a 'tree' column (auto-detected)")
+    p.add_argument("trees2", metavar="TREES2", nargs="?",
+                   help="second tree file: output the |TREES| x |TREES2| block instead of "
+                        "the square Gram of TREES")
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    check_kernel_arguments(args)
+    out = check_output_path(args.out)
+    setup_jax(args.dtype)
+    trees1 = read_trees_or_exit(args.trees)
+    trees2 = None if args.trees2 is None else read_trees_or_exit(args.trees2)
+    kernel = kernel_from_arguments(args)
+
+    import jkern
+    from jkern._io import write_matrix
+
+    progress = args.progress
+    if progress is None:
+        progress = (not args.quiet) and sys.stderr.isatty()
+    with compute_errors():  # the kernels raise on inf/NaN (overflow)
+        matrix = jkern.gram(kernel, trees1, trees2, dtype=args.dtype, progress=progress,
+                            threads=args.threads)
+    with output_errors():
+        write_matrix(out, matrix)
+    if not args.quiet:
+        n, m = matrix.shape
+        print(f"jkern: gram {n}x{m} {kernel_name(args)} {args.dtype} -> {args.out} "
+              f"in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,185 @@
+"""`jkern train`: a classifier on labelled trees, saved as one model file (`jkern.save`)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ._common import (
+    EXIT_OK,
+    CLIError,
+    add_common_arguments,
+    add_kernel_arguments,
+    check_kernel_arguments,
+    check_output_path,
+    compute_errors,
+    gram_options,
+    kernel_from_arguments,
+    output_errors,
+    positive_float,
+    positive_int,
+    read_labels_or_exit,
+    read_trees_or_exit,
+    say,
+    setup_jax,
+)
+from ._nystrom import load_projector
+
+SUMMARY = "train a classifier on labelled trees (Nyström + DCD, or kernel SVM)"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trees", metavar="TREES", help="labelled training trees (SVM-Light-TK "
+                   "lines, or a TSV with a tree column and a label column)")
+    p.add_argument("--algo", choices=("dcd", "ksvm", "kda", "cpa"), default="dcd",
+                   help="dcd: Nyström embedding + one-vs-rest linear SVMs by dual coordinate "
+                        "descent (needs --projector or --landmarks); ksvm: one-vs-rest C-SVMs "
+                        "on the full Gram matrix (SMO); kda: Nyström layer + MLP (the "
+                        "kernel-based deep architecture; needs --projector or --landmarks); "
+                        "cpa: cutting-plane SVMs with sampled cuts on the tree forest "
+                        "(uSVM / SDAG+, uSVM+j with --j; a tree kernel)")
+    p.add_argument("--projector", metavar="FILE.npz", help="dcd/kda: a projector from "
+                   "`jkern nystrom fit` (else one is fitted with the kernel flags)")
+    p.add_argument("--landmarks", "-l", type=positive_int, metavar="M")
+    p.add_argument("--seed", type=int, default=0)
+    add_kernel_arguments(p, required=False)
+    p.add_argument("--C", type=positive_float, default=1.0, dest="C", help="SVM C (default 1)")
+    p.add_argument("--label-column", metavar="NAME", help="TSV input: the label column")
+    kda = p.add_argument_group("kda options")
+    kda.add_argument("--hidden", default=None, metavar="W,W",
+                     help="hidden-layer widths (default: two layers as wide as the landmarks)")
+    kda.add_argument("--dropout", type=float, default=0.2, help="dropout rate (default 0.2)")
+    kda.add_argument("--l2", type=float, default=1e-4, help="weight penalty λ (default 1e-4)")
+    kda.add_argument("--epochs", type=positive_int, default=500, help="default 500")
+    kda.add_argument("--patience", type=positive_int, default=20,
+                     help="early stopping: epochs without a better dev accuracy (default 20)")
+    kda.add_argument("--dev-fraction", type=float, default=0.1,
+                     help="stratified part of the training trees held out for early stopping "
+                          "(default 0.1)")
+    cpa = p.add_argument_group("cpa options")
+    cpa.add_argument("--sample", "-r", type=positive_int, default=1000,
+                     help="examples drawn per iteration (default 1000; >= the number of trees: "
+                          "all of them, the exact cutting-plane algorithm)")
+    cpa.add_argument("--epsilon", type=positive_float, default=1e-3,
+                     help="stop when no cutting plane is violated by more than this "
+                          "(default 0.001)")
+    cpa.add_argument("--confirm", type=positive_int, default=1, metavar="K",
+                     help="stop only when the --epsilon test passes on K consecutive samples "
+                          "(default 1, the paper's rule; sampled tests often pass early)")
+    cpa.add_argument("--j", type=positive_float, default=None,
+                     help="uSVM+j: draw the sample by cost-proportionate rejection sampling, "
+                          "positive examples J times as likely to be kept as negative ones")
+    cpa.add_argument("--c-light", type=positive_float, default=None, metavar="C",
+                     help="SVM-light's C instead of --C: the 1-slack C becomes C times the "
+                          "number of trees, or with --j times the sum of the importance "
+                          "weights (the same problem as SVM-light's -c C -j J)")
+    cpa.add_argument("--max-iter", type=positive_int, default=500,
+                     help="most cutting-plane iterations (default 500)")
+    cpa.add_argument("--cpa-mode", choices=("forest", "sdag+", "sdag", "usvm"),
+                     default="forest", help="how margins are computed (same model, different "
+                     "work; default forest: everything on one DAG)")
+    cpa.add_argument("--devices", type=positive_int, default=None, metavar="N",
+                     help="shard the sample's margin blocks over the first N JAX devices "
+                          "(e.g. GPUs; default: the default device only)")
+    p.add_argument("--out", "-o", required=True, metavar="MODEL.npz")
+    add_common_arguments(p)
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Usage checks, before any work."""
+    nystrom = args.algo in ("dcd", "kda")
+    if nystrom and args.projector is None and args.landmarks is None:
+        raise CLIError(f"--algo {args.algo} needs --projector FILE or --landmarks M")
+    if args.projector is None:
+        if args.kernel is None:
+            raise CLIError("give --kernel (or --projector FILE for --algo dcd/kda)")
+        check_kernel_arguments(args)
+    if args.algo == "kda":
+        if not 0 <= args.dropout < 1:
+            raise CLIError(f"--dropout {args.dropout}: use a rate in [0, 1)")
+        if not 0 < args.dev_fraction < 1:
+            raise CLIError(f"--dev-fraction {args.dev_fraction}: use a fraction in (0, 1)")
+        if args.hidden is not None:
+            try:
+                args.hidden = [int(w) for w in args.hidden.split(",")]
+            except ValueError:
+                raise CLIError(f"--hidden {args.hidden}: use comma-separated widths") from None
+
+
+def _devices(n: int | None):
+    if n is None:
+        return None
+    import jax
+
+    devices = jax.devices()[:n]
+    if len(devices) < n:
+        raise CLIError(f"--devices {n}: JAX sees {len(devices)} device(s) "
+                       f"({', '.join(str(d) for d in devices)})")
+    return devices
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    out = check_output_path(args.out, (".npz",))
+    _check(args)
+    setup_jax(args.dtype)
+    import jax
+
+    import jkern
+
+    trees = read_trees_or_exit(args.trees)
+    labels = read_labels_or_exit(args.trees, args.label_column)
+    if len(labels) != len(trees):
+        raise CLIError(f"{args.trees}: {len(trees)} trees but {len(labels)} labels")
+    if len(set(labels)) < 2:
+        raise CLIError(f"{args.trees}: needs at least two classes")
+    key = jax.random.PRNGKey(args.seed)
+    options = gram_options(args)
+    note = ""
+    if args.algo in ("dcd", "kda"):
+        if args.projector is not None:
+            proj = load_projector(args.projector)
+        else:
+            kernel = kernel_from_arguments(args)
+            with compute_errors():  # at most one landmark per tree
+                proj = jkern.fit_nystrom(kernel, trees, landmarks=min(args.landmarks,
+                                                                      len(trees)),
+                                         key=key, **options)
+        with compute_errors():
+            if args.algo == "dcd":
+                sol = jkern.train_nystrom_svm(proj, trees, labels, C=args.C, key=key, **options)
+            else:
+                sol = jkern.train_kda(proj, trees, labels, key=key, hidden=args.hidden,
+                                      dropout=args.dropout, l2=args.l2, epochs=args.epochs,
+                                      patience=args.patience, dev_fraction=args.dev_fraction,
+                                      split_seed=args.seed, **options)
+                best = int(sol.stats["best_epoch"])
+                note = (f"best dev accuracy {float(sol.stats['dev_accuracy'][best]):.4f} at "
+                        f"epoch {best + 1} of {int(sol.stats['n_epochs'])}")
+        costs, what = sol.model.n_landmarks, "landmarks"
+    else:
+        kernel = kernel_from_arguments(args)
+        with compute_errors():
+            if args.algo == "ksvm":
+                sol = jkern.train_kernel_svm(kernel, trees, labels, C=args.C, **options)
+            else:
+                sol = jkern.train_cutting_plane(
+                    kernel, trees, labels, key=key, C=args.C, c_light=args.c_light, j=args.j,
+                    sample=args.sample, epsilon=args.epsilon, confirm=args.confirm,
+                    max_iter=args.max_iter, mode=args.cpa_mode, dtype=args.dtype,
+                    threads=args.threads, devices=_devices(args.devices))
+                note = f"{sum(len(h) for h in sol.stats['history'])} cutting-plane iterations"
+                converged = sol.converged.reshape(-1).tolist()
+                names = sol.model.classes if len(converged) > 1 else sol.model.classes[-1:]
+                for c, ok in zip(names, converged):
+                    if not ok:
+                        say(args, f"warning: class {c}: not converged in {args.max_iter} "
+                                  "iterations (raise --max-iter or --epsilon)")
+        costs, what = sol.model.n_support, "support vectors"
+    with output_errors():
+        jkern.save(out, sol.model)
+    n_classes = len(set(labels))
+    say(args, f"train {args.algo}: {len(trees)} trees, {n_classes} classes, {costs} {what} "
+              f"(kernel evaluations per prediction){', ' + note if note else ''} -> "
+              f"{args.out} in {time.perf_counter() - t0:.2f} s")
+    return EXIT_OK
