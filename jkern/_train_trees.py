@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ._nystrom import Nystrom, NystromEnsemble
@@ -26,22 +27,23 @@ from .svm._ksvm import ksvm_ovr
 
 
 def _classes(labels: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
-    labels = np.asarray(labels)
-    if labels.shape != (n,):
-        raise InputError(f"{n} trees but {len(labels)} labels")
-    classes = np.unique(labels)
+    """`(labels, sorted classes)` as arrays, checked: one label per tree, two classes."""
+    lab = np.asarray(labels)
+    if lab.shape != (n,):
+        raise InputError(f"{n} trees but {len(lab)} labels")
+    classes = np.unique(lab)
     if len(classes) < 2:
         raise InputError(f"needs at least two classes, got {classes.tolist()}")
-    return labels, classes
+    return lab, classes
 
 
 def train_nystrom_svm(projector: Nystrom | NystromEnsemble, trees: Sequence[Any],
                       labels: Sequence[Any], *, C: float = 1.0, key: jax.Array,
                       **gram_options: Any) -> Solution[NystromModel]:
     """One-vs-rest linear SVMs (`dcd_ovr`) on the projector's embeddings of `trees`."""
-    labels, _ = _classes(labels, len(trees))
+    lab, _ = _classes(labels, len(trees))
     x = projector.embed(trees, **gram_options)
-    sol = dcd_ovr(x, labels, C=C, key=key)
+    sol = dcd_ovr(x, lab, C=C, key=key)
     return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
 
 
@@ -56,7 +58,7 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
     The network is initialised from `fold_in(key, 1)` and trained with `fold_in(key, 2)`."""
     from .kda import KDA, fit
 
-    labels, classes = _classes(labels, len(trees))
+    lab, classes = _classes(labels, len(trees))
     if not isinstance(projector, Nystrom):
         raise InputError("a KDA needs a single Nyström projector (not an ensemble)")
     if not 0 <= dropout < 1:
@@ -64,13 +66,14 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
     if not 0 < dev_fraction < 1:
         raise InputError(f"dev_fraction {dev_fraction}: use a fraction in (0, 1)")
     c = np.asarray(projector.kernel.gram(trees, list(projector.landmarks), **gram_options))
-    fit_idx, dev_idx = stratified_split(labels, dev_fraction, seed=split_seed)
+    fit_idx, dev_idx = stratified_split(lab, dev_fraction, seed=split_seed)
     if len(dev_idx) == 0:
         raise InputError(f"dev_fraction {dev_fraction} of {len(trees)} trees leaves no "
                          "development tree: raise it or give more trees")
-    model = KDA.init(jax.random.fold_in(key, 1), np.asarray(projector.projection, c.dtype),
+    model = KDA.init(jax.random.fold_in(key, 1), jnp.asarray(projector.projection, c.dtype),
                      sorted(classes.tolist()), hidden=hidden, dropout=dropout)
-    sol = fit(model, c[fit_idx], labels[fit_idx], c[dev_idx], labels[dev_idx],
+    cj = jnp.asarray(c)
+    sol = fit(model, cj[fit_idx], lab[fit_idx], cj[dev_idx], lab[dev_idx],
               key=jax.random.fold_in(key, 2), l2=l2, epochs=epochs, patience=patience)
     return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
 
@@ -81,8 +84,8 @@ def train_kernel_svm(kernel: AbstractKernel, trees: Sequence[Any], labels: Seque
     `KernelExpansion` over the support trees."""
     from .kernels._gram import gram
 
-    labels, _ = _classes(labels, len(trees))
-    sol = ksvm_ovr(gram(kernel, trees, **gram_options), labels, C=C)
+    lab, _ = _classes(labels, len(trees))
+    sol = ksvm_ovr(gram(kernel, trees, **gram_options), lab, C=C)
     return Solution(sol.model.expand(kernel, trees), sol.result, sol.stats)
 
 
@@ -111,17 +114,17 @@ def train_cutting_plane(kernel: AbstractKernel, trees: Sequence[Any], labels: Se
         **options: the rest of `cpa`'s options (sample, epsilon, confirm, max_iter, mode,
             dtype, threads, devices, ...).
     """
-    labels, classes = _classes(labels, len(trees))
+    lab, classes = _classes(labels, len(trees))
     class_weight = None if j is None else {1: j, -1: 1.0}
-    targets = [positive_class(classes)] if len(classes) == 2 else list(range(len(classes)))
+    targets = [positive_class(classes.tolist())] if len(classes) == 2 else list(range(len(classes)))
     sols = []
     for k in targets:
-        y = np.where(labels == classes[k], 1, -1)
+        y = np.where(lab == classes[k], 1, -1)
         c = C if c_light is None else svm_light_C(c_light, y, class_weight=class_weight)
         sols.append(cpa(trees, y, kernel=kernel, C=c, class_weight=class_weight, key=key,
                         **options))
     stats = {name: [s.stats[name] for s in sols] for name in sols[0].stats}
-    result = jax.numpy.stack([s.result for s in sols])
+    result = jnp.stack([s.result for s in sols])
     if len(classes) == 2:
         pos = targets[0]
         named = (classes[1 - pos].item(), classes[pos].item())

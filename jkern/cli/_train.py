@@ -149,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
             if args.algo == "dcd":
                 sol = jkern.train_nystrom_svm(proj, trees, labels, C=args.C, key=key, **options)
             else:
+                if not isinstance(proj, jkern.Nystrom):
+                    raise CLIError("--algo kda needs a single projector (not an ensemble)")
                 sol = jkern.train_kda(proj, trees, labels, key=key, hidden=args.hidden,
                                       dropout=args.dropout, l2=args.l2, epochs=args.epochs,
                                       patience=args.patience, dev_fraction=args.dev_fraction,
@@ -170,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
                     threads=args.threads, devices=_devices(args.devices))
                 note = f"{sum(len(h) for h in sol.stats['history'])} cutting-plane iterations"
                 converged = sol.converged.reshape(-1).tolist()
-                names = sol.model.classes if len(converged) > 1 else sol.model.classes[-1:]
+                classes = tuple(sol.model.classes or ())
+                names = classes if len(converged) > 1 else classes[-1:]
                 for c, ok in zip(names, converged):
                     if not ok:
                         say(args, f"warning: class {c}: not converged in {args.max_iter} "

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InputError
 
 
-def stratified_split(labels: Sequence[Any], fraction: float, *, seed: int
+def stratified_split(labels: Sequence[Any] | np.ndarray, fraction: float, *, seed: int
                      ) -> tuple[np.ndarray, np.ndarray]:
     """`(kept, held)`: sorted indices, with `fraction` of each class held out.
 
@@ -25,13 +25,13 @@ def stratified_split(labels: Sequence[Any], fraction: float, *, seed: int
     """
     if not 0 <= fraction < 1:
         raise InputError(f"fraction must be in [0, 1), got {fraction}")
-    labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise InputError(f"labels must be 1-D, got shape {labels.shape}")
+    lab = np.asarray(labels)
+    if lab.ndim != 1:
+        raise InputError(f"labels must be 1-D, got shape {lab.shape}")
     rng = np.random.default_rng(seed)
     kept, held = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for c in np.unique(labels):
-        idx = rng.permutation(np.flatnonzero(labels == c))
+    for c in np.unique(lab):
+        idx = rng.permutation(np.flatnonzero(lab == c))
         k = min(int(round(fraction * len(idx))), len(idx) - 1)
         held.append(idx[:k])
         kept.append(idx[k:])

@@ -206,8 +206,9 @@ def _check_options(epochs, batch_size, patience):
         raise ValueError(f"patience must be a positive int or None, got {patience!r}")
 
 
-def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
-        c_dev: Float[Array, "n_dev landmarks"] | None = None, y_dev: Sequence[Any] | None = None,
+def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
+        c_dev: Float[Array, "n_dev landmarks"] | None = None,
+        y_dev: Sequence[Any] | np.ndarray | None = None,
         *, key: PRNGKeyArray, l2: float = 0.0, epochs: int = 500, batch_size: int = 256,
         patience: int | None = None, optimizer: optax.GradientTransformation | None = None,
         data_key: PRNGKeyArray | None = None, throw: bool = False) -> Solution[KDA]:

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._validate import is_traced
 from ..trees._forest import Forest
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
@@ -124,7 +125,7 @@ def _subseq_sum(s: jax.Array, lam: jax.Array, max_subseq: int | None) -> jax.Arr
     if (max_subseq is None or max_subseq >= min(a, b)) and a * b <= _UNROLL:
         # Small nodes: the same recurrence unrolled into one fused elementwise program
         # (a scan costs ~10x more per entry at these sizes on a CPU).
-        p_prev, total = None, 0
+        p_prev, total = None, jnp.zeros(s.shape[:1], s.dtype)
         for i in range(a):
             p_row, run = [], None
             for j in range(b):
@@ -645,7 +646,7 @@ def compute_gram(
     t0 = time.perf_counter()
     starts = list(range(0, n, block_size))
 
-    traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(params))
+    traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
     if devices is not None:
         devices = list(devices)
         if not devices:
@@ -657,16 +658,18 @@ def compute_gram(
         # The parameters (SPTK's word vectors among them) go to each device once, not per block.
         params_on = {d: jax.device_put(params, d) for d in devices}
 
-    def run(b, s):
+    def run(b: int, s: int) -> jax.Array:
         e = min(s + block_size, n)
-        device = None if devices is None else devices[b % len(devices)]
-        part = engine.block(rows[s:e], rows[s:] if symmetric else cols,
-                            params if device is None else params_on[device], device)
-        if device is not None:
+        if devices is None:
+            part = engine.block(rows[s:e], rows[s:] if cols is None else cols, params, None)
+        else:
+            device = devices[b % len(devices)]
+            part = engine.block(rows[s:e], rows[s:] if cols is None else cols,
+                                params_on[device], device)
             part = jax.device_put(part, devices[0])
         return part if traced else part.block_until_ready()  # [e - s, n - s] or [e - s, m]
 
-    blocks = [None] * len(starts)
+    blocks: list[jax.Array] = [jnp.zeros(0)] * len(starts)
     if traced or threads <= 1:
         for b, s in enumerate(starts):
             blocks[b] = run(b, s)
