@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Create .venv (if absent) and install jkern with its test and word-vector extras, editable.
-# Idempotent.
-# Sourced by scripts/test.sh and scripts/example.sh; can also be run on its own.
+# Create .venv (if absent) and install jkern editable with the extras named by the first
+# argument (default: test,vectors). Idempotent.
+# Sourced by scripts/test.sh (dev,vectors: the linters too) and scripts/example.sh; can also
+# be run on its own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+extras="${1:-test,vectors}"
 
 if [ ! -x .venv/bin/python ]; then
     if command -v python3.11 >/dev/null 2>&1; then
@@ -15,4 +17,4 @@ if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[test,vectors]"
+.venv/bin/python -m pip install --quiet -e ".[$extras]"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Install (if needed) and run the test suite. Arguments go to pytest, e.g. `-m slow`.
+# Install (if needed), lint (ruff), type-check (pyright) and run the test suite. Arguments go
+# to pytest, e.g. `-m slow`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/setup.sh
+source scripts/setup.sh dev,vectors
+.venv/bin/ruff check .
+.venv/bin/pyright
 rc=0
 .venv/bin/python -m pytest "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then

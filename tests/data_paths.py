@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 # The shared directory beside the repository (override: JKERN_SHARED=/path/to/shared).
-SHARED = Path(os.environ.get("JKERN_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
+SHARED = Path(os.environ.get("JKERN_SHARED")
+              or Path(__file__).resolve().parents[1].parent / "shared")
 SHARED_DATA = SHARED / "data"
 REF_DIR = SHARED / "ref"
 

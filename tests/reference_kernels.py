@@ -172,6 +172,7 @@ def child_sum_dp(
             dd[i][j] = d(i - 1, j - 1)
     total = 0.0
     dps = [row[:] for row in dd]  # p = 1
+    dp: list[list[float]] = []  # DP_{p-1}: set at the end of each pass
     for p in range(1, top + 1):
         if p > 1:
             new = [[0.0] * (n2 + 1) for _ in range(n1 + 1)]

@@ -121,7 +121,8 @@ def _subseq_sum(s: jax.Array, lam: jax.Array, max_subseq: int | None) -> jax.Arr
     _, a, b = s.shape
     jj = jnp.arange(b)
     # decay[j', j] = lam^(j - j') for j' <= j: a row-wise decayed cumulative sum as a matmul.
-    decay_b = jnp.where(jj[:, None] <= jj[None, :], lam ** jnp.maximum(jj[None, :] - jj[:, None], 0), 0)
+    decay_b = jnp.where(jj[:, None] <= jj[None, :],
+                        lam ** jnp.maximum(jj[None, :] - jj[:, None], 0), 0)
     if (max_subseq is None or max_subseq >= min(a, b)) and a * b <= _UNROLL:
         # Small nodes: the same recurrence unrolled into one fused elementwise program
         # (a scan costs ~10x more per entry at these sizes on a CPU).
@@ -148,7 +149,8 @@ def _subseq_sum(s: jax.Array, lam: jax.Array, max_subseq: int | None) -> jax.Arr
         (_, total), _ = jax.lax.scan(row, init, jnp.swapaxes(s, 0, 1))
         return total
     ii = jnp.arange(a)
-    decay_a = jnp.where(ii[:, None] >= ii[None, :], lam ** jnp.maximum(ii[:, None] - ii[None, :], 0), 0)
+    decay_a = jnp.where(ii[:, None] >= ii[None, :],
+                        lam ** jnp.maximum(ii[:, None] - ii[None, :], 0), 0)
     d = s
     total = d.sum(axis=(1, 2))
     for _ in range(1, max_subseq):
@@ -181,7 +183,8 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
         cq, vq = _children(dev, q, a_pad)
         cv, vv = _children(dev, v, b_pad)
         off, p = row_off[cq], pos[cv]
-        same = vq[:, :, None] & vv[:, None, :] & (dev.key[cq][:, :, None] == dev.key[cv][:, None, :])
+        same = (vq[:, :, None] & vv[:, None, :]
+                & (dev.key[cq][:, :, None] == dev.key[cv][:, None, :]))
         stored = same & (off >= 0)[:, :, None] & (p >= 0)[:, None, :]
         r = jnp.where(stored, buf[jnp.where(stored, off[:, :, None] + p[:, None, :], 0)], 0)
         s = jnp.where(same, buf[1] + r, 0)

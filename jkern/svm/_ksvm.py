@@ -145,11 +145,15 @@ def _smo(k, y, c_i, tol, max_iter):
             total = ai + aj
             ni, nj = ai - delta, aj + delta
             over = total > ci
-            ni, nj = (jnp.where(over, jnp.where(ni > ci, ci, ni), jnp.where(nj < 0, total, ni)),
-                      jnp.where(over, jnp.where(ni > ci, total - ci, nj), jnp.where(nj < 0, 0., nj)))
+            ni, nj = (jnp.where(over, jnp.where(ni > ci, ci, ni),
+                                jnp.where(nj < 0, total, ni)),
+                      jnp.where(over, jnp.where(ni > ci, total - ci, nj),
+                                jnp.where(nj < 0, 0., nj)))
             over = total > cj
-            ni, nj = (jnp.where(over, jnp.where(nj > cj, total - cj, ni), jnp.where(ni < 0, 0., ni)),
-                      jnp.where(over, jnp.where(nj > cj, cj, nj), jnp.where(ni < 0, total, nj)))
+            ni, nj = (jnp.where(over, jnp.where(nj > cj, total - cj, ni),
+                                jnp.where(ni < 0, 0., ni)),
+                      jnp.where(over, jnp.where(nj > cj, cj, nj),
+                                jnp.where(ni < 0, total, nj)))
             return ni, nj
 
         oi, oj = opposite()

@@ -1,17 +1,21 @@
 """Trees: the `Tree` value type and readers for Penn, SVM-Light-TK, TSV and CoNLL-U input."""
 
+from ._conllu import Token as Token
 from ._conllu import grct as grct
 from ._conllu import lct as lct
 from ._conllu import loct as loct
 from ._conllu import read_conllu as read_conllu
-from ._conllu import Token as Token
 from ._errors import TreeParseError as TreeParseError
+from ._forest import Forest as Forest
 from ._heads import head_dependencies as head_dependencies
 from ._io import read_examples_any as read_examples_any
 from ._io import read_labels as read_labels
-from ._io import tree_file_format as tree_file_format
 from ._io import read_trees as read_trees
 from ._io import rewrite_trees as rewrite_trees
+from ._io import tree_file_format as tree_file_format
+from ._lexical import OPEN_CLASS_TAGS as OPEN_CLASS_TAGS
+from ._lexical import pos_leaves as pos_leaves
+from ._lexical import without_leaves as without_leaves
 from ._penn import iter_penn as iter_penn
 from ._penn import parse_penn as parse_penn
 from ._penn import read_penn as read_penn
@@ -19,7 +23,3 @@ from ._svmlight import Example as Example
 from ._svmlight import parse_svmlight_line as parse_svmlight_line
 from ._svmlight import read_examples as read_examples
 from ._tree import Tree as Tree
-from ._forest import Forest as Forest
-from ._lexical import OPEN_CLASS_TAGS as OPEN_CLASS_TAGS
-from ._lexical import pos_leaves as pos_leaves
-from ._lexical import without_leaves as without_leaves

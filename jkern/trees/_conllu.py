@@ -82,7 +82,8 @@ def read_conllu(path: str | os.PathLike[str]) -> list[list[Token]]:
 
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.conllu"
-    >>> _ = p.write_text("# text = Dogs bark\\n1\\tDogs\\tdog\\tNOUN\\tNNS\\t_\\t2\\tnsubj\\t_\\t_\\n"
+    >>> _ = p.write_text("# text = Dogs bark\\n"
+    ...                  "1\\tDogs\\tdog\\tNOUN\\tNNS\\t_\\t2\\tnsubj\\t_\\t_\\n"
     ...                  "2\\tbark\\tbark\\tVERB\\tVBP\\t_\\t0\\troot\\t_\\t_\\n\\n")
     >>> [t.form for t in read_conllu(p)[0]]
     ['Dogs', 'bark']
@@ -122,7 +123,8 @@ def _parse_conllu_lines(lines: Iterable[str], *, source: str) -> list[list[Token
             problem = f"expected 10 tab-separated fields, found {len(fields)}"
             raise TreeParseError(source, number, column, problem)
 
-        def fail(field: int, problem: str, number: int = number, text: str = text) -> TreeParseError:
+        def fail(field: int, problem: str, number: int = number,
+                 text: str = text) -> TreeParseError:
             return TreeParseError(source, number, _column(text, field), problem)
 
         if _SKIPPED_ID.fullmatch(fields[_ID]):
@@ -163,12 +165,14 @@ def _structure(sentence: Sequence[Token]) -> tuple[int, list[list[int]]]:
         if tok.id != k + 1:
             raise _SentenceError(k, _ID, f"token id {tok.id} out of order (expected {k + 1})")
         if not 0 <= tok.head <= n:
-            raise _SentenceError(k, _HEAD, f"head {tok.head} is not a token of this {n}-word sentence")
+            raise _SentenceError(k, _HEAD,
+                                 f"head {tok.head} is not a token of this {n}-word sentence")
         if tok.head == tok.id:
             raise _SentenceError(k, _HEAD, f"token {tok.id} is its own head")
         if tok.head == 0:
             if root >= 0:
-                raise _SentenceError(k, _HEAD, f"more than one root (tokens {root + 1} and {tok.id})")
+                raise _SentenceError(k, _HEAD,
+                                     f"more than one root (tokens {root + 1} and {tok.id})")
             root = k
         elif tok.deprel in ("", "_"):
             raise _SentenceError(k, _DEPREL, f"token {tok.id} has no DEPREL")

@@ -133,7 +133,8 @@ def iter_penn(lines: Iterable[str], *, source: str) -> Iterator[tuple[int, Tree]
     Raises:
         TreeParseError: as `parse_penn`, located at the right line of `source`.
 
-    >>> [(n, t.to_penn()) for n, t in iter_penn(["(S (NP x)", "   (VP y))", "", "(A b)"], source="tb")]
+    >>> lines = ["(S (NP x)", "   (VP y))", "", "(A b)"]
+    >>> [(n, t.to_penn()) for n, t in iter_penn(lines, source="tb")]
     [(1, '(S (NP x)(VP y))'), (4, '(A b)')]
     """
     buf: list[str] = []

@@ -111,7 +111,8 @@ def parse_svmlight_line(text: str, *, source: str = "<string>", line: int = 1) -
     for k, marker in enumerate(rest):
         name = marker.group()
         if name in ("|BT|", "|ET|"):
-            problem = "|BT| must come right after the label" if name == "|BT|" else "|ET| without |BT|"
+            problem = ("|BT| must come right after the label" if name == "|BT|"
+                       else "|ET| without |BT|")
             raise fail(marker.start(), problem)
         if name == "|EV|" and k != len(rest) - 1:
             raise fail(rest[k + 1].start(), f"{rest[k + 1].group()} after |EV|")
