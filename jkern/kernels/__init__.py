@@ -6,6 +6,8 @@ from ._base import Product as Product
 from ._base import Scaled as Scaled
 from ._base import Sum as Sum
 from ._gram import gram as gram
+from ._registry import KERNEL_NAMES as KERNEL_NAMES
+from ._registry import kernel_by_name as kernel_by_name
 from ._tree_kernels import PTK as PTK
 from ._tree_kernels import SPTK as SPTK
 from ._tree_kernels import SST as SST

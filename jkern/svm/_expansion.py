@@ -78,7 +78,7 @@ class KernelExpansion(eqx.Module):
 
     def decision_function(self, x: Sequence[Any], *, mode: str = "forest", dtype: Any = None,
                           block_size: int = 256, threads: int = 2,
-                          devices: Sequence[Any] | None = None,
+                          devices: Sequence[Any] | None = None, progress: bool = False,
                           stats: dict | None = None) -> Float[Array, " m *classes"]:
         """f(x): `[m]` for a binary model, `[m, k]` for one-vs-rest.
 
@@ -89,8 +89,8 @@ class KernelExpansion(eqx.Module):
                 against each input's nodes, Table 3 of the SDAG paper) or "usvm" (tree by
                 tree, the Delta work of plain kernel expansion). Same values, other work.
             dtype: computation dtype (default: the coefficients').
-            block_size, threads, devices: the Gram engine's row blocks, host threads and
-                JAX devices.
+            block_size, threads, devices, progress: the Gram engine's row blocks, host
+                threads, JAX devices and progress bar.
             stats: a dict that receives `delta_evals` and `forest_nodes` (tree kernels).
         """
         if mode not in DECISION_MODES:
@@ -106,14 +106,16 @@ class KernelExpansion(eqx.Module):
                 raise InputError(f"mode {mode!r} needs a tree kernel")
             g = np.asarray(self.kernel.gram(list(x), list(self.support_inputs), dtype=dt,
                                             block_size=block_size, threads=threads,
-                                            devices=devices, stats=stats), np.float64)
+                                            devices=devices, progress=progress, stats=stats),
+                           np.float64)
         else:
-            g = self._tree_block(split, x, mode, dt, block_size, threads, devices, stats)
+            g = self._tree_block(split, x, mode, dt, block_size, threads, devices, progress,
+                                 stats)
         coef = np.asarray(self.coef, np.float64)
         f = g @ coef.T + np.asarray(self.intercept, np.float64)
         return jnp.asarray(f, dt)
 
-    def _tree_block(self, split, x, mode, dt, block_size, threads, devices, stats):
+    def _tree_block(self, split, x, mode, dt, block_size, threads, devices, progress, stats):
         base, normalize = split
         sv = list(self.support_inputs)
         n_sv = len(sv)
@@ -123,7 +125,7 @@ class KernelExpansion(eqx.Module):
         prepared = base.prepare(sv + trees, dtype=dt, expanded=expanded)
         rows, cols = np.arange(n_sv, n_sv + len(trees)), np.arange(n_sv)
         g = np.asarray(prepared.block(rows, cols, block_size=block_size, threads=threads,
-                                      devices=devices), np.float64)
+                                      devices=devices, progress=progress), np.float64)
         model_work = prepared.counts.delta_evals
         if normalize:  # self-kernels of inputs and support vectors: not counted as model work
             g = g * inv_sqrt(prepared.diag(rows))[:, None] * inv_sqrt(prepared.diag(cols))[None]
