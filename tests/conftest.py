@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import jax
 import pytest
+from data_paths import SHARED_DATA, require
 
 jax.config.update("jax_enable_x64", True)
 # Compiled recurrences are cached on disk: the CLI's subprocess test and later runs start warm.
@@ -15,9 +15,6 @@ if os.environ.get("JKERN_NO_CACHE") != "1":
     from jkern._cache import enable_compilation_cache
 
     enable_compilation_cache(Path(__file__).resolve().parents[1] / ".jax_cache")
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_paths import SHARED_DATA, require  # noqa: E402
 
 
 @pytest.fixture(scope="session")

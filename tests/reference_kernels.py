@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from jkern.trees._tree import Tree
+from data_paths import REF_DIR
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_paths import REF_DIR  # noqa: E402
+from jkern.trees._tree import Tree
 
 Sigma = Callable[[str, str], float]
 

@@ -10,12 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_paths import REF_DIR
 
 import jkern
 from jkern.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_paths import REF_DIR  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -3,10 +3,8 @@ checked against the library functions it applies."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from data_paths import REF_DIR, require
 
 from jkern.cli import main
 from jkern.trees import (
@@ -19,9 +17,6 @@ from jkern.trees import (
     read_examples,
     read_trees,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_paths import REF_DIR, require  # noqa: E402
 
 Q1 = "(ROOT (SBARQ (WHNP (WP Who))(SQ (VP (VBD wrote)(NP (NNP Hamlet))))(. ?)))"
 Q2 = "(ROOT (SBARQ (WHNP (WP What))(SQ (VBZ is)(NP (DT the)(NN capital)))(. ?)))"

@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
+from data_paths import REF_DIR, require
 
 import jkern
 from jkern.cli import main
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_paths import REF_DIR, require  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ Few distinct shapes and one max_iter everywhere: every (shape, loss, shrinking, 
 
 from __future__ import annotations
 
-import collections
-import re
 import warnings
 
 import equinox as eqx
@@ -18,6 +16,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 from data_paths import SHARED_DATA, require
+from helpers import _as_model, _linear_svc, _read_questions, word_features
 
 from jkern.svm import LinearSVM, dcd, dcd_grid, dcd_ovr, primal_objective
 from jkern.svm._dcd import _fit_binary, _random_permutation
@@ -290,37 +289,6 @@ def test_random_permutation_is_a_permutation(n):
 
 # --- against LinearSVC on real data: the TREC questions, bag of words -------------------------
 
-_LEAF = re.compile(r"\(([^()\s]+) ([^()\s]+)\)")
-
-
-def _read_questions(path):
-    labels, tokens = [], []
-    with open(path, encoding="utf-8") as f:
-        header = next(f).rstrip("\n").split("\t")
-        assert header == ["coarse", "fine", "tree"], header
-        for line in f:
-            coarse, _, tree = line.rstrip("\n").split("\t", 2)
-            labels.append(coarse)
-            tokens.append([word.lower() for _, word in _LEAF.findall(tree)])
-    return np.array(labels), tokens
-
-
-def word_features(tokens, test_tokens, size: int):
-    """Binary features of the `size` most frequent lowercase tokens of `tokens` (ties by
-    spelling), for the training and the test questions."""
-    counts = collections.Counter(t for ts in tokens for t in set(ts))
-    vocab = [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:size]]
-    where = {w: j for j, w in enumerate(vocab)}
-
-    def features(toks):
-        F = np.zeros((len(toks), len(vocab)))
-        for i, ts in enumerate(toks):
-            F[i, [where[t] for t in ts if t in where]] = 1.0
-        return F
-
-    return features(tokens), features(test_tokens)
-
-
 @pytest.fixture(scope="module")
 def trec():
     """2,000 training questions (a seeded sample: the file is sorted by class) and the 500 test
@@ -331,16 +299,6 @@ def trec():
     labels, tokens = labels[pick], [tokens[i] for i in pick]
     X, Xt = word_features(tokens, test_tokens, 1000)
     return X, labels, Xt, test_labels
-
-
-def _as_model(coef, intercept, classes=None):
-    return LinearSVM(w=jnp.asarray(coef), b=jnp.asarray(intercept), classes=classes)
-
-
-def _linear_svc(**kw):
-    from sklearn.svm import LinearSVC
-
-    return LinearSVC(dual=True, tol=1e-6, max_iter=100_000, random_state=0, **kw)
 
 
 @pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])

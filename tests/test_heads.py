@@ -6,6 +6,7 @@ semantic heads for auxiliaries, copulas and subordinate clauses)."""
 from __future__ import annotations
 
 import pytest
+from helpers import projective_single_root
 
 from jkern.trees import Tree, grct, head_dependencies, lct, loct, parse_penn
 from jkern.trees._heads import category, head_child, universal_pos
@@ -80,14 +81,6 @@ def test_helpers():
 def test_one_node_tree_is_a_one_word_sentence():
     (word,) = head_dependencies(Tree(("hello",), ((),)))
     assert (word.form, word.head, word.upos, word.deprel) == ("hello", 0, "X", "root")
-
-
-def projective_single_root(tokens) -> bool:
-    """One root, and no two arcs cross (head rules over a tree give projective arcs)."""
-    if sum(t.head == 0 for t in tokens) != 1:
-        return False
-    spans = [tuple(sorted((t.id, t.head))) for t in tokens if t.head]
-    return not any(a < c < b < d for a, b in spans for c, d in spans)
 
 
 @pytest.mark.parametrize("semantic", [True, False])

@@ -3,27 +3,23 @@ jit round-trips, no recompilation, and a hypothesis check against the oracle."""
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
-from pathlib import Path
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_kernels as R
+
+# The same corpus as test_kernels.py: the same forest, so the compiled functions are shared.
+from data_paths import require
+from helpers import assert_rel, load_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jkern
 from jkern.trees import Example, Tree, parse_penn, parse_svmlight_line
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference_kernels as R  # noqa: E402
-
-# The same corpus as test_kernels.py: the same forest, so the compiled functions are shared.
-from data_paths import require  # noqa: E402
-from test_kernels import assert_rel, load_corpus  # noqa: E402
 
 LAM, MU = 0.4, 0.4
 KERNELS = {"SST": jkern.SST(LAM), "PTK": jkern.PTK(LAM, MU)}

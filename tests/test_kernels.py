@@ -10,43 +10,22 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import reference_kernels as R
+from data_paths import require
+from helpers import N_TREC, assert_rel, load_corpus, make_kernel, read_tsv, word_sigma
 
 import jkern
-from jkern.trees import Tree, grct, lct, parse_penn, read_conllu
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference_kernels as R  # noqa: E402
-from data_paths import require  # noqa: E402
+from jkern.trees import Tree, lct, parse_penn, read_conllu
 
 LAM, MU = 0.4, 0.4
-N_TREC, N_ORACLE_TREC, N_UD = 150, 40, 4
+N_ORACLE_TREC = 40
 
 # --------------------------------------------------------------------------- data
-
-
-def _tsv(path: Path) -> list[dict[str, str]]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"))) for line in lines[1:] if line.strip()]
-
-
-def load_corpus(shared_data: Path) -> dict[str, list[Tree]]:
-    """The corpus shared by the kernel tests: ref trees, TREC questions, UD GRCT/LCT trees."""
-    ref = [parse_penn(r["tree"]) for r in _tsv(require(R.REF_DIR / "trees50.tsv"))]
-    trec_path = require(shared_data / "trec" / "qc_train.tsv")
-    with open(trec_path, encoding="utf-8") as f:
-        next(f)
-        trec = [parse_penn(next(f).rstrip("\n").split("\t")[2]) for _ in range(N_TREC)]
-    sentences = read_conllu(require(shared_data / "ud-english-ewt" / "en_ewt-ud-dev.conllu"))
-    short = [s for s in sentences if 5 <= len(s) <= 12][:N_UD]
-    ud = [grct(s) for s in short] + [lct(s) for s in short]
-    return {"ref": ref, "trec": trec, "ud": ud, "all": ref + trec + ud}
 
 
 @pytest.fixture(scope="module")
@@ -69,28 +48,9 @@ def corpus_gram(corpus):
     return get
 
 
-def assert_rel(got, want, rtol, what=""):
-    """|got - want| <= rtol |want| everywhere (so a 0 must come out exactly 0)."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    assert got.shape == want.shape
-    err = np.abs(got - want)
-    bad = np.argwhere(err > rtol * np.abs(want))
-    if len(bad):
-        i = tuple(bad[0])
-        pytest.fail(f"{what}: {len(bad)} entries off by more than {rtol} relative; first at "
-                    f"{i}: got {got[i]!r}, want {want[i]!r}")
-
-
 # --------------------------------------------------------------------------- 1. SVM-Light-TK
 
 SETTINGS = R.SETTINGS
-
-
-def make_kernel(name: str, lam: float, mu: float | None = None, max_subseq: int | None = None):
-    """The jkern kernel of one setting, named as the oracle's (`R.kernel_function`)."""
-    if name == "PTK":
-        return jkern.PTK(lam, mu, max_subseq=max_subseq)
-    return {"ST": jkern.ST, "SST": jkern.SST, "SST_BOW": jkern.SSTBow}[name](lam)
 
 
 def _jkern_kernel(kernel: str, lam: float, mu: float, variant: str):
@@ -100,7 +60,7 @@ def _jkern_kernel(kernel: str, lam: float, mu: float, variant: str):
 @functools.lru_cache(maxsize=1)
 def _ref_rows() -> dict[tuple, np.ndarray]:
     out: dict[tuple, list] = {}
-    for r in _tsv(R.REF_DIR / "ref_gram.tsv"):
+    for r in read_tsv(R.REF_DIR / "ref_gram.tsv"):
         key = (r["kernel"], float(r["lambda"]), float(r["mu"]), r["variant"])
         out.setdefault(key, []).append(
             (int(r["i"]), int(r["j"]), float(r["raw"]), float(r["normalized"]))
@@ -109,7 +69,7 @@ def _ref_rows() -> dict[tuple, np.ndarray]:
 
 
 def test_corpus_reads_the_reference_trees(corpus):
-    rows = _tsv(R.REF_DIR / "trees50.tsv")
+    rows = read_tsv(R.REF_DIR / "trees50.tsv")
     assert [len(t) for t in corpus["ref"]] == [int(r["n_nodes"]) for r in rows]
     assert corpus["ref"] == R.read_ref_trees()  # jkern's parser == the oracle's reader
 
@@ -314,34 +274,6 @@ def _sptk_vectors(seed: int = 0) -> np.ndarray:
     return v
 
 
-def _lexical(label: str, leaves: set[str]) -> tuple[str, str] | None:
-    if "::" in label:
-        lemma, _, pos = label.rpartition("::")
-        return lemma, pos
-    return (label, "") if label in leaves else None
-
-
-def _sigma(vectors: np.ndarray, threshold: float, leaves: set[str], gamma: float | None = None,
-           vocab: list[str] = SPTK_VOCAB):
-    """Word similarity written from the definition: same PoS, then the thresholded cosine or
-    exp(-gamma |u - v|^2 / 2) of the unit vectors of `vocab`."""
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    row = {w: i for i, w in enumerate(vocab)}
-
-    def sigma(a: str, b: str) -> float:
-        if a == b:
-            return 1.0
-        la, lb = _lexical(a, leaves), _lexical(b, leaves)
-        if la is None or lb is None or la[1] != lb[1] or la[0] not in row or lb[0] not in row:
-            return 0.0
-        cos = float(unit[row[la[0]]] @ unit[row[lb[0]]])
-        if gamma is not None:
-            return float(np.exp(-gamma / 2 * np.sum((unit[row[la[0]]] - unit[row[lb[0]]]) ** 2)))
-        return min(cos, 1.0) if cos >= threshold else 0.0
-
-    return sigma
-
-
 def test_sptk_with_orthogonal_or_unused_vectors_is_ptk(sptk_trees):
     trees, _ = sptk_trees
     ptk = np.asarray(jkern.gram(jkern.PTK(LAM, MU), trees, dtype="float64"))
@@ -357,7 +289,7 @@ def test_sptk_matches_oracle_with_word_similarities(sptk_trees):
     vectors, threshold = _sptk_vectors(), 0.3
     k = jkern.SPTK(SPTK_VOCAB, vectors, LAM, MU, threshold=threshold)
     g = np.asarray(jkern.gram(k, trees, dtype="float64"))
-    sigma = _sigma(vectors, threshold, leaves)
+    sigma = word_sigma(vectors, threshold, leaves, SPTK_VOCAB)
     n = len(trees)
     want = np.array([[R.sptk(trees[a], trees[b], LAM, MU, sigma) for b in range(n)]
                      for a in range(n)])
@@ -374,7 +306,7 @@ def test_sptk_gaussian_similarity_matches_oracle(sptk_trees, gamma):
     vectors = _sptk_vectors()
     k = jkern.SPTK(SPTK_VOCAB, vectors, LAM, MU, gamma=gamma)
     g = np.asarray(jkern.gram(k, trees, dtype="float64"))
-    sigma = _sigma(vectors, 0.0, leaves, gamma=gamma)
+    sigma = word_sigma(vectors, 0.0, leaves, SPTK_VOCAB, gamma=gamma)
     n = len(trees)
     want = np.array([[R.sptk(trees[a], trees[b], LAM, MU, sigma) for b in range(n)]
                      for a in range(n)])

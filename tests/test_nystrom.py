@@ -3,19 +3,14 @@ sampling, and the kernel SVM baseline against exact and LIBSVM solutions."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from data_paths import require
 
 import jkern
 from jkern.svm import ksvm, ksvm_ovr
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_paths import require  # noqa: E402
 
 N = 80
 

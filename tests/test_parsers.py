@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pickle
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from data_paths import require
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,9 +29,6 @@ from jkern.trees import (
     read_trees,
 )
 from jkern.trees._conllu import _parse_conllu_lines
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data_paths import require  # noqa: E402
 
 
 def _data_file(shared_data: Path, relative: str) -> Path:

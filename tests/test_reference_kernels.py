@@ -9,15 +9,12 @@ import itertools
 import math
 import os
 import random
-import sys
 from pathlib import Path
 
 import pytest
+import reference_kernels as R
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference_kernels as R  # noqa: E402
-
-from jkern.trees._tree import Tree  # noqa: E402
+from jkern.trees._tree import Tree
 
 # --------------------------------------------------------------------------- ref data
 

@@ -11,13 +11,23 @@ boundary data, and many more random trees.
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
+import reference_kernels as R
+from data_paths import require
+from helpers import (
+    _as_model,
+    _linear_svc,
+    _read_questions,
+    assert_rel,
+    make_kernel,
+    projective_single_root,
+    word_features,
+    word_sigma,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,13 +45,6 @@ from jkern.trees import (
     read_examples,
     without_leaves,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference_kernels as R  # noqa: E402
-from data_paths import require  # noqa: E402
-from test_dcd import _as_model, _linear_svc, _read_questions, word_features  # noqa: E402
-from test_heads import projective_single_root  # noqa: E402
-from test_kernels import _sigma, assert_rel, make_kernel  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -168,8 +171,8 @@ def test_sptk_with_glove_vectors_matches_the_oracle(glove_trees, similarity):
     trees, leaves, vocab, vectors = glove_trees
     kernel = jkern.SPTK(vocab, vectors, 0.4, 0.4, **similarity)
     g = np.asarray(jkern.gram(kernel, trees, dtype="float64"))
-    sigma = _sigma(vectors, similarity.get("threshold", 0.0), leaves,
-                   gamma=similarity.get("gamma"), vocab=vocab)
+    sigma = word_sigma(vectors, similarity.get("threshold", 0.0), leaves, vocab,
+                       gamma=similarity.get("gamma"))
     want = np.array([[R.sptk(a, b, 0.4, 0.4, sigma) for b in trees] for a in trees])
     assert_rel(g, want, 1e-9, f"SPTK {similarity}")
     exact = np.array([[R.ptk(a, b, 0.4, 0.4) for b in trees] for a in trees])

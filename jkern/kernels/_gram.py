@@ -22,7 +22,8 @@ def gram(kernel: AbstractKernel, x1: Sequence[Any], x2: Sequence[Any] | None = N
             `threads` (host threads, default 2), `stats` (dict receiving work counters).
 
     >>> import jkern
-    >>> trees = [jkern.trees.parse_penn(s) for s in ["(S (NP (NN a))(VP (VB b)))", "(S (NP (NN a)))"]]
+    >>> texts = ["(S (NP (NN a))(VP (VB b)))", "(S (NP (NN a)))"]
+    >>> trees = [jkern.trees.parse_penn(s) for s in texts]
     >>> jkern.gram(jkern.SST(lam=1.0), trees).tolist()
     [[15.0, 3.0], [3.0, 6.0]]
     """
