@@ -32,6 +32,7 @@ from .kernels import RBF as RBF
 from .kernels import SPTK as SPTK
 from .kernels import SST as SST
 from .kernels import ST as ST
+from .kernels import Constant as Constant
 from .kernels import Linear as Linear
 from .kernels import Normalized as Normalized
 from .kernels import Polynomial as Polynomial

@@ -1,6 +1,7 @@
 """Kernels: tree kernels on the forest, vector kernels, algebra, and `gram`."""
 
 from ._base import AbstractKernel as AbstractKernel
+from ._base import Constant as Constant
 from ._base import Normalized as Normalized
 from ._base import Product as Product
 from ._base import Scaled as Scaled

@@ -3,13 +3,47 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
+
+from ..errors import InputError
+
+# The options `gram` forwards to the tree-kernel engine. Algebra passes them to both sides, so
+# every kernel accepts them (a kernel that has no use for one ignores it); anything else is a
+# TypeError.
+GRAM_OPTIONS = ("progress", "block_size", "threads", "devices", "stats")
+
+
+def check_options(kernel: Any, options: dict[str, Any]) -> None:
+    """TypeError naming any option that no kernel takes."""
+    unknown = sorted(set(options) - set(GRAM_OPTIONS))
+    if unknown:
+        raise TypeError(f"{type(kernel).__name__}.gram() got unknown option(s) {unknown}; "
+                        f"kernels take {', '.join(GRAM_OPTIONS)}")
+
+
+def _sides(options: dict[str, Any]) -> tuple[dict, dict, Callable[[], None]]:
+    """The options of the two sides of a `Sum`/`Product`: each side fills its own `stats`
+    dict, and `merge()` adds their numbers into the caller's (a sum reports all its work)."""
+    stats = options.get("stats")
+    if stats is None:
+        return options, options, lambda: None
+    first: dict = {}
+    second: dict = {}
+
+    def merge() -> None:
+        for part in (first, second):
+            for name, value in part.items():
+                stats[name] = stats.get(name, 0) + value
+
+    return {**options, "stats": first}, {**options, "stats": second}, merge
 
 
 def resolve_dtype(dtype: Any) -> jnp.dtype:
@@ -43,10 +77,21 @@ class AbstractKernel(eqx.Module):
         """Self-kernels K(x_i, x_i). Subclasses may override with something cheaper."""
         return jnp.diagonal(self.gram(x, None, dtype=dtype, **options))
 
-    def __add__(self, other: AbstractKernel) -> Sum:
-        if not isinstance(other, AbstractKernel):
+    def __add__(self, other: Any) -> AbstractKernel:
+        if isinstance(other, AbstractKernel):
+            return Sum(self, other)
+        if not _is_scalar(other):
             return NotImplemented
-        return Sum(self, other)
+        if isinstance(other, (int, float)) and other == 0:
+            return self  # sum([k1, k2]) starts from 0
+        return Sum(self, Constant(other))
+
+    def __radd__(self, other: Any) -> AbstractKernel:
+        if not _is_scalar(other):
+            return NotImplemented
+        if isinstance(other, (int, float)) and other == 0:
+            return self
+        return Sum(Constant(other), self)
 
     def __mul__(self, other: Any) -> AbstractKernel:
         if isinstance(other, AbstractKernel):
@@ -59,6 +104,45 @@ class AbstractKernel(eqx.Module):
         return Scaled(self, jnp.asarray(other))
 
 
+def _is_scalar(x: Any) -> bool:
+    """A number a kernel can be added to: a Python or NumPy number, or a 0-d array."""
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, float, np.number)):
+        return True
+    return isinstance(x, (jax.Array, np.ndarray)) and x.ndim == 0
+
+
+class Constant(AbstractKernel):
+    """k(x, y) = c for every pair of inputs (c >= 0, finite): the constant term of a kernel
+    sum, as in `SST(0.4) + 1.0`. `value` is an array leaf: it can be learned or vmapped.
+
+    >>> import jkern
+    >>> (jkern.SST(0.4) + 1.0).k2.gram([None, None]).tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+
+    value: Float[Array, ""]
+
+    def __init__(self, value: Any = 1.0):
+        if not isinstance(value, jax.core.Tracer):
+            v = np.asarray(value)
+            if v.ndim != 0 or not (np.isfinite(v) and v >= 0):
+                raise InputError(f"a constant kernel's value must be a finite number >= 0, "
+                                 f"got {value!r}")
+        self.value = jnp.asarray(value, float)
+
+    def gram(self, x1, x2=None, *, dtype=None, **options):
+        check_options(self, options)
+        dt = resolve_dtype(dtype)
+        shape = (len(x1), len(x1) if x2 is None else len(x2))
+        return jnp.broadcast_to(self.value.astype(dt), shape)
+
+    def diag(self, x, *, dtype=None, **options):
+        check_options(self, options)
+        return jnp.broadcast_to(self.value.astype(resolve_dtype(dtype)), (len(x),))
+
+
 class Sum(AbstractKernel):
     """K = K1 + K2 (e.g. a tree kernel plus a vector kernel, SVM-Light-TK's `-C +`)."""
 
@@ -66,9 +150,11 @@ class Sum(AbstractKernel):
     k2: AbstractKernel
 
     def gram(self, x1, x2=None, *, dtype=None, **options):
-        return self.k1.gram(x1, x2, dtype=dtype, **options) + self.k2.gram(
-            x1, x2, dtype=dtype, **options
-        )
+        first, second, merge = _sides(options)
+        g = (self.k1.gram(x1, x2, dtype=dtype, **first)
+             + self.k2.gram(x1, x2, dtype=dtype, **second))
+        merge()
+        return g
 
     def diag(self, x, *, dtype=None, **options):
         return self.k1.diag(x, dtype=dtype, **options) + self.k2.diag(x, dtype=dtype, **options)
@@ -81,9 +167,11 @@ class Product(AbstractKernel):
     k2: AbstractKernel
 
     def gram(self, x1, x2=None, *, dtype=None, **options):
-        return self.k1.gram(x1, x2, dtype=dtype, **options) * self.k2.gram(
-            x1, x2, dtype=dtype, **options
-        )
+        first, second, merge = _sides(options)
+        g = (self.k1.gram(x1, x2, dtype=dtype, **first)
+             * self.k2.gram(x1, x2, dtype=dtype, **second))
+        merge()
+        return g
 
     def diag(self, x, *, dtype=None, **options):
         return self.k1.diag(x, dtype=dtype, **options) * self.k2.diag(x, dtype=dtype, **options)
