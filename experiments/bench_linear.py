@@ -89,18 +89,16 @@ def accuracy(pred, y) -> float:
 
 
 def sk_model(clf, multiclass: bool) -> LinearSVM:
-    z = jnp.zeros(np.shape(clf.intercept_) if multiclass else ())
     coef = clf.coef_ if multiclass else clf.coef_[0]
     b = clf.intercept_ if multiclass else clf.intercept_[0]
     classes = tuple(c.item() for c in clf.classes_) if multiclass else None
-    return LinearSVM(w=jnp.asarray(coef, jnp.float64), b=jnp.asarray(b, jnp.float64), alpha=z,
-                     n_iter=z, converged=z, dual_objective=z, classes=classes)
+    return LinearSVM(w=jnp.asarray(coef, jnp.float64), b=jnp.asarray(b, jnp.float64),
+                     classes=classes)
 
 
 def objective(model, X, y, C, multiclass):
     m = LinearSVM(w=jnp.asarray(model.w, jnp.float64), b=jnp.asarray(model.b, jnp.float64),
-                  alpha=model.alpha, n_iter=model.n_iter, converged=model.converged,
-                  dual_objective=model.dual_objective, classes=model.classes)
+                  classes=model.classes)
     p = np.asarray(primal_objective(m, X, y, C=C, loss="squared_hinge", bias=BIAS))
     return float(p.sum()) if multiclass else float(p)  # ovr: the sum of the class problems
 
@@ -126,13 +124,14 @@ def fitters(Xj, y, Xt, yt, dtype, multiclass, key, X):
         def fit_grid():
             return jax.vmap(lambda c: dcd(Xj, yj, C=c, **kw))(grid_c)
 
-    def stats(model, C):
+    def stats(solution, C):  # a jkern.Solution: the model and the solver's record
+        model = solution.model
         return {
             "objective": objective(model, X, y, C, multiclass),
             "train_accuracy": accuracy(model.predict(X.astype(dtype)), y),
             "test_accuracy": None if Xt is None else accuracy(model.predict(Xt.astype(dtype)), yt),
-            "n_iter": int(np.max(np.asarray(model.n_iter))),
-            "converged": bool(np.all(np.asarray(model.converged))),
+            "n_iter": int(np.max(np.asarray(solution.stats["n_iter"]))),
+            "converged": bool(np.all(np.asarray(solution.converged))),
         }
 
     return fit_one, fit_grid, stats

@@ -75,10 +75,10 @@ def main(argv=None) -> int:
 
     scores = {}
     for c in KSVM_C:
-        model = ksvm(g_train[np.ix_(fit, fit)], y[fit], C=c)
+        model = ksvm(g_train[np.ix_(fit, fit)], y[fit], C=c).model
         scores[c] = prf(y[dev], model.predict(g_train[np.ix_(dev, fit)]))["f1"]
     best_c = max(KSVM_C, key=lambda c: (scores[c], -c))
-    model = ksvm(g_train, y, C=best_c)
+    model = ksvm(g_train, y, C=best_c).model
     n_sv = int(model.n_support)
     row = {"model": "KSVM", "kernel": "ptk", "landmarks": None, **prf(y_test, model.predict(
         g_test)), "f1_std": 0.0, "saving": 0.0, "support_vectors": n_sv, "C": best_c}
@@ -97,12 +97,12 @@ def main(argv=None) -> int:
             x_train, x_test = c_train @ h, c_test @ h
             # DCD: the C grid as one vmapped program, C by development F1
             x_fit, k_dcd = x_train[fit], jax.random.fold_in(key, 1)
-            models = jax.vmap(lambda c, x=x_fit, k=k_dcd: dcd(x, y[fit], C=c, key=k))(
+            models = jax.vmap(lambda c, x=x_fit, k=k_dcd: dcd(x, y[fit], C=c, key=k).model)(
                 jnp.asarray(DCD_C))
             dev_f1 = [prf(y[dev], jax.tree_util.tree_map(lambda a, i=i: a[i], models)
                           .predict(x_train[dev]))["f1"] for i in range(len(DCD_C))]
             c_best = DCD_C[int(np.argmax(dev_f1))]
-            linear = dcd(x_train, y, C=c_best, key=k_dcd)
+            linear = dcd(x_train, y, C=c_best, key=k_dcd).model
             runs["DCD"].append({**prf(y_test, linear.predict(x_test)), "C": c_best})
             # KDA: the grid, configuration by development F1 of each member's kept model
             dropout = jnp.asarray([d for d in DROPOUTS for _ in L2S], jnp.float32)
@@ -117,7 +117,8 @@ def main(argv=None) -> int:
             g = int(np.argmax(dev_f1))
             net = kda.grid_member(grid, g).model
             runs["KDA"].append({**prf(y_test, net.predict(c_test)), "dropout": float(dropout[g]),
-                                "l2": float(l2[g]), "best_epoch": int(grid.best_epoch[g])})
+                                "l2": float(l2[g]),
+                                "best_epoch": int(grid.stats["best_epoch"][g])})
         for name, part in runs.items():
             f1s = [r["f1"] for r in part]
             row = {"model": name, "kernel": "ptk", "landmarks": m,

@@ -26,7 +26,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 from imbalance import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data  # noqa: E402
 
-from jkern.svm import cpa, importance_weights, svm_light_C  # noqa: E402
+from jkern.svm import cpa, svm_light_C  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,25 +55,26 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
     y, y_test = one_vs_rest(train, test, args.cls)
-    z = importance_weights(y, args.j)
-    c = svm_light_C(args.C, y, j=args.j)
-    common = dict(C=c, j=args.j, epsilon=args.epsilon, max_iter=args.max_iter, gram=g,
-                  qp_tol=1e-6)
-    exact = cpa(KERNEL, train.trees, y, sample=len(y), **common)
+    z = np.where(y > 0, args.j, 1.0)  # uSVM+j's importance weights
+    cw = {1: args.j, -1: 1.0}
+    c = svm_light_C(args.C, y, class_weight=cw)
+    common = dict(kernel=KERNEL, C=c, class_weight=cw, epsilon=args.epsilon,
+                  max_iter=args.max_iter, gram=g, qp_tol=1e-6)
+    exact = cpa(train.trees, y, sample=len(y), **common)
     p_exact = primal(exact, g, y, z, c)
     print(f"{args.cls}, j = {args.j:g}, 1-slack C = {c:g}: exact weighted CPA "
-          f"{len(exact.history)} iterations, primal {p_exact:.1f}, test F1 "
+          f"{len(exact.stats['history'])} iterations, primal {p_exact:.1f}, test F1 "
           f"{100 * f1_of(y_test, predict_cpa(exact, g_test)):.1f}", flush=True)
     for k in (int(v) for v in args.confirm.split(",")):
         iters, excess, f1s = [], [], []
         for seed in range(args.seeds):
-            res = cpa(KERNEL, train.trees, y, sample=args.sample, confirm=k,
+            res = cpa(train.trees, y, sample=args.sample, confirm=k,
                       key=jax.random.PRNGKey(seed), **common)
-            iters.append(len(res.history))
+            iters.append(len(res.stats["history"]))
             excess.append(primal(res, g, y, z, c) / p_exact - 1)
             f1s.append(100 * f1_of(y_test, predict_cpa(res, g_test)))
             print(f"  r = {args.sample}, confirm = {k}, seed {seed}: {iters[-1]} iterations "
-                  f"(converged {res.model.converged}), primal +{100 * excess[-1]:.1f}% over "
+                  f"(converged {bool(res.converged)}), primal +{100 * excess[-1]:.1f}% over "
                   f"exact, test F1 {f1s[-1]:.1f}", flush=True)
         print(f"r = {args.sample}, confirm = {k}: mean {np.mean(iters):.0f} iterations, primal "
               f"+{100 * np.mean(excess):.1f}% over exact, test F1 {np.mean(f1s):.1f} ± "

@@ -69,7 +69,7 @@ def load(name: str, data_dir: Path):
 
 
 def run_mode(kernel, trees, y, mode, args, r):
-    return cpa(kernel, trees, y, C=args.c_per_example * len(trees), sample=r,
+    return cpa(trees, y, kernel=kernel, C=args.c_per_example * len(trees), sample=r,
                epsilon=args.epsilon, mode=mode, max_iter=args.max_iter,
                key=jax.random.PRNGKey(args.seed), threads=args.threads)
 
@@ -126,7 +126,8 @@ def main(argv=None) -> int:
             for r in [int(s) for s in sizes.split(",")]:
                 ref = run_mode(kernel, trees, y, "sdag+", args, r)
                 counted = delta_counts(kernel, trees, ref, block_size=256)
-                assert counted["sdag+"] == ref.delta_evals, (counted, ref.delta_evals)
+                assert counted["sdag+"] == ref.stats["delta_evals"], (counted,
+                                                                       ref.stats["delta_evals"])
                 coef_ref = np.asarray(ref.model.coef)
                 for mode, model in MODELS.items():
                     ran, seconds, agree, same_planes = False, None, None, None
@@ -138,29 +139,30 @@ def main(argv=None) -> int:
                         # A run's own work, recounted from its own samples and planes: a
                         # margin within rounding of 1 (duplicate trees) can put an example
                         # in one mode's plane and not in another's, and the runs part ways.
-                        delta = res.delta_evals
+                        delta = res.stats["delta_evals"]
                         own = delta_counts(kernel, trees, res, block_size=256)[mode]
                         assert delta == own, (mode, delta, own)
                     if ran:
                         seconds = round(res.seconds, 3)
-                        same_planes = (len(res.planes) == len(ref.planes) and all(
-                            np.array_equal(a, b) for a, b in zip(res.planes, ref.planes)))
+                        planes, ref_planes = res.stats["planes"], ref.stats["planes"]
+                        same_planes = (len(planes) == len(ref_planes) and all(
+                            np.array_equal(a, b) for a, b in zip(planes, ref_planes)))
                         same = res.model.support == ref.model.support
                         agree = float(np.max(np.abs(np.asarray(res.model.coef) - coef_ref))
                                       / np.max(np.abs(coef_ref))) if same else float("inf")
                         if not same_planes:
-                            print(f"  {model}: planes differ from SDAG+'s ({len(res.planes)} "
-                                  f"vs {len(ref.planes)})", flush=True)
+                            print(f"  {model}: planes differ from SDAG+'s ({len(planes)} "
+                                  f"vs {len(ref_planes)})", flush=True)
                     rows.append({"model": model, "kernel": kname, "dataset": dataset,
                                  "sample": min(r, len(trees)), "sample_asked": r,
                                  "same_planes_as_sdag+": same_planes,
                                  "delta_evals": delta, "seconds": seconds, "ran": ran,
-                                 "iterations": len(ref.history),
-                                 "planes": len(ref.planes),
+                                 "iterations": len(ref.stats["history"]),
+                                 "planes": len(ref.stats["planes"]),
                                  "support_vectors": ref.model.n_support,
-                                 "converged": ref.model.converged,
+                                 "converged": bool(ref.converged),
                                  "coef_max_rel_diff_vs_sdag+": agree,
-                                 "preprocessing_deltas": ref.preprocessing_deltas})
+                                 "preprocessing_deltas": ref.stats["preprocessing_deltas"]})
                 base = next(x for x in rows[-4:] if x["model"] == "uSVM")
                 parts = []
                 for x in rows[-4:]:
@@ -170,7 +172,7 @@ def main(argv=None) -> int:
                     secs = f"{x['seconds']:.1f} s" if x["seconds"] is not None else "not run"
                     parts.append(f"{x['model']} {x['delta_evals']:.3g} Δ ({ratio:.1f}x{t}; {secs})")
                 print(f"{dataset} {kname.upper()} r={min(r, len(trees))}: "
-                      f"{len(ref.history)} iterations, {ref.model.n_support} SVs | "
+                      f"{len(ref.stats['history'])} iterations, {ref.model.n_support} SVs | "
                       + " | ".join(parts), flush=True)
 
     merged = None

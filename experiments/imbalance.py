@@ -65,9 +65,11 @@ def fit_cpa(trees, y, gram, c_light, j, args, seed):
     which trains the same model as computing them (tests/test_cpa.py) in far less time."""
     # SVM-light's C (and -j) as the 1-slack C: c_light * sum of the importance weights, the
     # problem uSVM+j's rejection-sampled planes estimate (n * c_light when j is None)
-    return cpa(KERNEL, trees, y, C=svm_light_C(c_light, y, j=j), sample=args.sample,
-               epsilon=args.epsilon, confirm=args.confirm, j=j, max_iter=args.max_iter,
-               key=jax.random.PRNGKey(seed), gram=gram, qp_tol=args.qp_tol)
+    cw = None if j is None else {1: j, -1: 1.0}
+    return cpa(trees, y, kernel=KERNEL, C=svm_light_C(c_light, y, class_weight=cw),
+               sample=args.sample, epsilon=args.epsilon, confirm=args.confirm,
+               class_weight=cw, max_iter=args.max_iter, key=jax.random.PRNGKey(seed),
+               gram=gram, qp_tol=args.qp_tol)
 
 
 def seeds_of(args) -> list[int]:
@@ -111,18 +113,18 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
         preds[model] = np.stack([predict_cpa(res, g_te) for res in fits])
         info[model] = {"C": c_u, "j": j,
                        "support_vectors": [res.model.n_support for res in fits],
-                       "iterations": [len(res.history) for res in fits],
-                       "converged": all(res.model.converged for res in fits),
+                       "iterations": [len(res.stats["history"]) for res in fits],
+                       "converged": all(bool(res.converged) for res in fits),
                        "held_out_f1": scores[c_u] if j is None else j_scores[j]}
     # KSVM: C x j on the held-out part
     best, best_score = None, -1.0
     for c in cs:
         for j in J_GRID:
-            m = ksvm(g_tr[np.ix_(fit, fit)], y_tr[fit], C=c, class_weight=(j, 1.0))
+            m = ksvm(g_tr[np.ix_(fit, fit)], y_tr[fit], C=c, class_weight={1: j, -1: 1.0}).model
             s = f1_of(y_tr[held], np.asarray(m.predict(g_tr[np.ix_(held, fit)])))
             if s > best_score:
                 best, best_score = (c, j), s
-    m = ksvm(g_tr, y_tr, C=best[0], class_weight=(best[1], 1.0))
+    m = ksvm(g_tr, y_tr, C=best[0], class_weight={1: best[1], -1: 1.0}).model
     preds["KSVM"] = np.tile(np.asarray(m.predict(g_te)), (args.seeds, 1))
     info["KSVM"] = {"C": best[0], "j": best[1], "support_vectors": int(m.n_support),
                     "held_out_f1": best_score}

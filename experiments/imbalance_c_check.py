@@ -23,7 +23,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 from imbalance import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data  # noqa: E402
 
-from jkern.svm import cpa, importance_weights, ksvm, svm_light_C  # noqa: E402
+from jkern.svm import cpa, ksvm, svm_light_C  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,21 +38,23 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
     y, y_test = one_vs_rest(train, test, args.cls)
-    z = importance_weights(y, args.j)
+    z = np.where(y > 0, args.j, 1.0)  # uSVM+j's importance weights
+    cw = {1: args.j, -1: 1.0}
     c_implied = args.C * len(y) / z.sum()
     print(f"{args.cls}: {int((y > 0).sum())} positives of {len(y)}, j = {args.j:g}, "
           f"sum z = {z.sum():g}", flush=True)
     for c in (args.C, c_implied):
-        m = ksvm(g, y, C=c, class_weight=(args.j, 1.0))
+        m = ksvm(g, y, C=c, class_weight=cw).model
         print(f"KSVM C = {c:.3f}, j = {args.j:g}: test F1 "
               f"{100 * f1_of(y_test, np.asarray(m.predict(g_test))):.1f}", flush=True)
-    for name, c1 in (("svm_light_C (C_light * sum z)", svm_light_C(args.C, y, j=args.j)),
+    for name, c1 in (("svm_light_C (C_light * sum z)", svm_light_C(args.C, y, class_weight=cw)),
                      ("n * C_light", args.C * len(y))):
-        res = cpa(KERNEL, train.trees, y, C=c1, sample=len(y), j=args.j, epsilon=1e-3,
-                  max_iter=1000, gram=g)
+        res = cpa(train.trees, y, kernel=KERNEL, C=c1, sample=len(y), class_weight=cw,
+                  epsilon=1e-3, max_iter=1000, gram=g)
         print(f"exact weighted CPA, 1-slack C = {name} = {c1:.1f}: test F1 "
               f"{100 * f1_of(y_test, predict_cpa(res, g_test)):.1f} "
-              f"({len(res.history)} iterations, converged {res.model.converged})", flush=True)
+              f"({len(res.stats['history'])} iterations, converged {bool(res.converged)})",
+              flush=True)
     return 0
 
 

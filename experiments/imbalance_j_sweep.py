@@ -70,9 +70,9 @@ def main(argv=None) -> int:
             held_cpa = held_out_f1(fit_trees, y[fit], g_fit, g_held, y[held], args.C, jj, args)
             runs = [f1_of(y_test, predict_cpa(fit_cpa(train.trees, y, g, args.C, jj, args, s),
                                               g_test)) for s in seeds]
-            m = ksvm(g_fit, y[fit], C=args.C, class_weight=(j, 1.0))
+            m = ksvm(g_fit, y[fit], C=args.C, class_weight={1: j, -1: 1.0}).model
             held_k = f1_of(y[held], np.asarray(m.predict(g_held)))
-            m = ksvm(g, y, C=args.C, class_weight=(j, 1.0))
+            m = ksvm(g, y, C=args.C, class_weight={1: j, -1: 1.0}).model
             test_k = f1_of(y_test, np.asarray(m.predict(g_test)))
             print(f"  j = {j:>4g}: uSVM+j held-out {100 * held_cpa:.1f}, test "
                   f"{100 * np.mean(runs):.1f} ({', '.join(f'{100 * f:.1f}' for f in runs)}) | "

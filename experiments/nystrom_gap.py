@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     cache = Path(args.cache_dir) if args.cache_dir else None
     for name in args.kernels.split(","):
         k, k_test, _ = cached_grams(KERNELS[name](), train.trees, test.trees, cache, name)
-        exact = ksvm_ovr(k, y, C=args.C)
+        exact = ksvm_ovr(k, y, C=args.C).model
         print(f"{name.upper()} C={args.C:g}: train K / test K: "
               f"{accuracy(y_test, exact.predict(k_test)):.4f}", flush=True)
         for s in range(args.samplings):
@@ -66,9 +66,9 @@ def main(argv=None) -> int:
             x, x_test = k[:, land] @ h, k_test[:, land] @ h
             g, g_test = x @ x.T, x_test @ x.T
             off = g - k - np.diag(np.diag(g - k))
-            approx = ksvm_ovr(g, y, C=args.C)
+            approx = ksvm_ovr(g, y, C=args.C).model
             resid = np.clip(np.diag(k) - np.diag(g), 0, None)
-            restored = ksvm_ovr(g + np.diag(resid), y, C=args.C)
+            restored = ksvm_ovr(g + np.diag(resid), y, C=args.C).model
             print(f"  sampling {s} ({args.landmarks} landmarks, rank {int(keep.sum())}): "
                   f"|K~-K|/|K| train {np.linalg.norm(g - k) / np.linalg.norm(k):.4f} "
                   f"(off-diagonal {np.linalg.norm(off) / np.linalg.norm(k):.4f}), test "

@@ -70,23 +70,23 @@ def qc_data(args):
 def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
     scores = {}
     for c in KSVM_C:
-        model = ksvm_ovr(g_train[np.ix_(fit, fit)], y_train[fit], C=c)
+        model = ksvm_ovr(g_train[np.ix_(fit, fit)], y_train[fit], C=c).model
         scores[c] = accuracy(y_train[held], model.predict(g_train[np.ix_(held, fit)]))
     best = max(KSVM_C, key=lambda c: (scores[c], -c))
-    model = ksvm_ovr(g_train, y_train, C=best)
+    model = ksvm_ovr(g_train, y_train, C=best).model
     return model, best, scores
 
 
 def run_dcd(x_train, x_test, y_train, y_test, fit, held, key):
     cs = jnp.asarray(DCD_C)
     # the C grid as one program: vmap over C of the one-vs-rest fit
-    models = jax.vmap(lambda c: dcd_ovr(x_train[fit], y_train[fit], C=c, key=key))(cs)
+    models = jax.vmap(lambda c: dcd_ovr(x_train[fit], y_train[fit], C=c, key=key).model)(cs)
     held_acc = []
     for i in range(len(DCD_C)):
         model_i = jax.tree_util.tree_map(lambda a, i=i: a[i], models)
         held_acc.append(accuracy(y_train[held], model_i.predict(x_train[held])))
     best = DCD_C[int(np.argmax(held_acc))]
-    model = dcd_ovr(x_train, y_train, C=best, key=key)
+    model = dcd_ovr(x_train, y_train, C=best, key=key).model
     return accuracy(y_test, model.predict(x_test)), best
 
 

@@ -98,14 +98,15 @@ def run_kda(c_train, c_test, h, y_train, y_test, fit, held, key, args, choice=No
     grid = kda.fit_grid(models, c_train[fit], y_train[fit], c_train[held], y_train[held],
                         keys=jax.random.split(k_fit, len(dropout)), l2=l2, data_key=k_data,
                         epochs=args.epochs, patience=args.patience)
-    best_dev = np.nanmax(np.asarray(grid.dev_accuracy), axis=1)
+    best_dev = np.nanmax(np.asarray(grid.stats["dev_accuracy"]), axis=1)
     g = int(np.argmax(best_dev))
     model = kda.grid_member(grid, g).model
     acc = accuracy(y_test, np.asarray(model.predict(c_test)))
     config = {"choice": g if choice is None else choice,
               "dropout": float(dropout[g]), "l2": float(l2[g]),
-              "best_epoch": int(grid.best_epoch[g]), "held_out_accuracy": float(best_dev[g])}
-    return acc, config, int(np.max(np.asarray(grid.n_epochs)))
+              "best_epoch": int(grid.stats["best_epoch"][g]),
+              "held_out_accuracy": float(best_dev[g])}
+    return acc, config, int(np.max(np.asarray(grid.stats["n_epochs"])))
 
 
 def main(argv=None) -> int:

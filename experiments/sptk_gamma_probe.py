@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         gram = np.asarray(jkern.gram(kernel, trees, dtype="float64"))
         g_fit, g_held = gram[:n, :n], gram[n:, :n]
-        accs = [accuracy(y_held, ksvm_ovr(g_fit, y_fit, C=float(c)).predict(g_held))
+        accs = [accuracy(y_held, ksvm_ovr(g_fit, y_fit, C=float(c)).model.predict(g_held))
                 for c in args.cs.split(",")]
         print(f"{name}: held-out accuracy per C {dict(zip(args.cs.split(','), accs))}, best "
               f"{max(accs):.3f}; min eigenvalue {np.linalg.eigvalsh(g_fit).min():.2e} "
