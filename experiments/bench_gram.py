@@ -61,8 +61,9 @@ def peak_rss_mb() -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(Path(__file__).resolve().parents[1] / "docs" / "results"))
+    repo = Path(__file__).resolve().parents[1]
+    ap.add_argument("--data-dir", default=str(repo.parent / "shared" / "data"))
+    ap.add_argument("--out-dir", default=str(repo / "docs" / "results"))
     ap.add_argument("--kernels", default="sst,ptk")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--n", type=int, default=None, help="use the first N trees only")

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._validate import is_traced
 from ..trees._forest import Forest
 from ..trees._svmlight import Example
 from ..trees._tree import Tree
@@ -55,7 +56,7 @@ def as_trees(xs: Sequence[Any], tree_index: int) -> list[Tree]:
 
 def _check_finite(g: jax.Array, dtype: jnp.dtype) -> jax.Array:
     msg = _OVERFLOW.format(dtype=dtype.name)
-    if isinstance(g, jax.core.Tracer):
+    if is_traced(g):
         return eqx.error_if(g, ~jnp.all(jnp.isfinite(g)), msg)
     if not bool(jnp.all(jnp.isfinite(g))):
         raise FloatingPointError(msg)
@@ -288,10 +289,10 @@ class SPTK(AbstractTreeKernel):
         self.lam = _as_param(lam)
         self.mu = _as_param(mu)
         self.threshold = _as_param(threshold)
-        if gamma is not None and not isinstance(gamma, jax.core.Tracer):
+        if gamma is not None and not is_traced(gamma):
             if not np.all(np.asarray(gamma) > 0):
                 raise ValueError(f"gamma must be > 0, got {gamma}")
-            if not isinstance(threshold, jax.core.Tracer) and np.any(np.asarray(threshold) != 0):
+            if not is_traced(threshold) and np.any(np.asarray(threshold) != 0):
                 raise ValueError("threshold applies to the cosine similarity only; with gamma "
                                  "(the Gaussian similarity) leave it at 0")
         self.gamma = None if gamma is None else _as_param(gamma)
