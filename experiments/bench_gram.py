@@ -26,12 +26,12 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
-from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+import numpy as np
+from _common import write_result
 
-import jkern  # noqa: E402
-from jkern.data import load_trec  # noqa: E402
-from jkern.trees._forest import Forest  # noqa: E402
+import jkern
+from jkern.data import load_trec
+from jkern.trees._forest import Forest
 
 ANCHORS = {"sst": 18.1, "ptk": 60.0}  # SVM-Light-TK seconds (see module docstring)
 TARGETS = {"sst": 9.0, "ptk": 30.0}

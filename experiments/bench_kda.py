@@ -36,14 +36,14 @@ import jax
 
 jax.config.update("jax_enable_x64", True)  # the Gram in float64; the networks train in float32
 
-import equinox as eqx  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from _common import write_result
 
-import jkern  # noqa: E402
-from jkern import kda  # noqa: E402
-from jkern.data import load_trec  # noqa: E402
+import jkern
+from jkern import kda
+from jkern.data import load_trec
 
 REPO = Path(__file__).resolve().parents[1]
 DROPOUTS = (0.0, 0.2, 0.4, 0.6)

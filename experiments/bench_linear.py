@@ -33,11 +33,11 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from _results import write_result  # noqa: E402  (experiments/ is on sys.path)
+import jax.numpy as jnp
+import numpy as np
+from _common import write_result
 
-from jkern.svm import LinearSVM, dcd, dcd_ovr, primal_objective  # noqa: E402
+from jkern.svm import LinearSVM, dcd, dcd_ovr, primal_objective
 
 C_SINGLE = 1.0
 GRID = np.logspace(-3, 2, 8)

@@ -26,17 +26,16 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from _results import padded_projection, write_result  # noqa: E402
-from qc import held_out_split  # noqa: E402
-from qc_kda import DROPOUTS, L2S  # noqa: E402
+import jax.numpy as jnp
+import numpy as np
+from _common import DROPOUTS, L2S, padded_projection, write_result
 
-import jkern  # noqa: E402
-from jkern import kda  # noqa: E402
-from jkern.metrics import binary_prf  # noqa: E402
-from jkern.svm import dcd, ksvm  # noqa: E402
-from jkern.trees import read_examples  # noqa: E402
+import jkern
+from jkern import kda
+from jkern.data import stratified_split
+from jkern.metrics import binary_prf
+from jkern.svm import dcd, ksvm
+from jkern.trees import read_examples
 
 REPO = Path(__file__).resolve().parents[1]
 KSVM_C = (1.0, 3.0, 10.0, 30.0)
@@ -61,9 +60,9 @@ def main(argv=None) -> int:
     examples = read_examples(Path(args.data_dir) / "srl" / "boundary_5000.dat")
     trees = [e.trees[0] for e in examples]
     y_all = np.array([1 if e.label > 0 else -1 for e in examples])
-    train_idx, test_idx = held_out_split(y_all, 0.2, seed=0)
+    train_idx, test_idx = stratified_split(y_all, 0.2, seed=0)
     y, y_test = y_all[train_idx], y_all[test_idx]
-    fit, dev = held_out_split(y, 0.2, seed=0)
+    fit, dev = stratified_split(y, 0.2, seed=0)
     kernel = jkern.Normalized(jkern.PTK(0.4, 0.4))
     t0 = time.perf_counter()
     train = [trees[i] for i in train_idx]

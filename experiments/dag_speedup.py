@@ -36,13 +36,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
-from _results import carry_over, pyplot, write_result  # noqa: E402
+import numpy as np
+from _common import carry_over, pyplot, write_result
 
-import jkern  # noqa: E402
-from jkern.data import load_stdlib_functions  # noqa: E402
-from jkern.svm import cpa, delta_counts  # noqa: E402
-from jkern.trees import Forest, read_examples, without_leaves  # noqa: E402
+import jkern
+from jkern.data import load_stdlib_functions
+from jkern.svm import cpa, delta_counts
+from jkern.trees import Forest, read_examples, without_leaves
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = {"sst": lambda: jkern.Normalized(jkern.SST(0.4)),

@@ -33,7 +33,6 @@ question's predictions paired seed by seed (pooled over the seeds).
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import time
 from pathlib import Path
@@ -42,57 +41,35 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
-from _results import cached_grams, pyplot, write_result  # noqa: E402
-from qc import held_out_split  # noqa: E402
+import numpy as np
+from _common import (
+    J_GRID,
+    KERNEL,
+    cached_grams,
+    f1_of,
+    fit_cpa,
+    held_out_f1,
+    one_vs_rest,
+    predict_cpa,
+    pyplot,
+    seeds_of,
+    trec_data,
+    write_result,
+)
 
-import jkern  # noqa: E402
-from jkern.data import load_trec  # noqa: E402
-from jkern.metrics import approximate_randomization, binary_prf  # noqa: E402
-from jkern.svm import cpa, ksvm, svm_light_C  # noqa: E402
-from jkern.trees import read_examples  # noqa: E402
+from jkern.data import (
+    stratified_split,
+)
+from jkern.metrics import approximate_randomization, binary_prf
+from jkern.svm import ksvm
+from jkern.trees import read_examples
 
 REPO = Path(__file__).resolve().parents[1]
-J_GRID = (1.0, 2.0, 3.0, 4.0, 5.0, 10.0)
-
-
-def f1_of(y, pred) -> float:
-    return binary_prf(y, pred, positive=1)[2]
-
-
-def fit_cpa(trees, y, gram, c_light, j, args, seed):
-    """uSVM (j None) or uSVM+j; the margins are read off the cached Gram matrix (`gram=`),
-    which trains the same model as computing them (tests/test_cpa.py) in far less time."""
-    # SVM-light's C (and -j) as the 1-slack C: c_light * sum of the importance weights, the
-    # problem uSVM+j's rejection-sampled planes estimate (n * c_light when j is None)
-    cw = None if j is None else {1: j, -1: 1.0}
-    return cpa(trees, y, kernel=KERNEL, C=svm_light_C(c_light, y, class_weight=cw),
-               sample=args.sample, epsilon=args.epsilon, confirm=args.confirm,
-               class_weight=cw, max_iter=args.max_iter, key=jax.random.PRNGKey(seed),
-               gram=gram, qp_tol=args.qp_tol)
-
-
-def seeds_of(args) -> list[int]:
-    return [args.seed + k for k in range(args.seeds)]
-
-
-def held_out_f1(trees, y, g_fit, g_held, y_held, c_light, j, args) -> float:
-    """Held-out F1 of a cutting-plane model, averaged over the sampling seeds."""
-    return float(np.mean([f1_of(y_held, predict_cpa(fit_cpa(trees, y, g_fit, c_light, j, args,
-                                                            seed), g_held))
-                          for seed in seeds_of(args)]))
-
-
-def predict_cpa(res, k_rows):
-    """Labels from `k_rows[i, k] = K(x_i, train_k)` over the fit's training examples."""
-    support = np.asarray(res.model.support, np.int64)
-    f = k_rows[:, support] @ np.asarray(res.model.coef)
-    return np.where(f >= 0, 1, -1)
 
 
 def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
     """uSVM, uSVM+j and KSVM rows for one binary task."""
-    fit, held = held_out_split(y_tr, 0.2, seed=0)
+    fit, held = stratified_split(y_tr, 0.2, seed=0)
     fit_trees = [tr_trees[i] for i in fit]
     g_fit, g_held = g_tr[np.ix_(fit, fit)], g_tr[np.ix_(held, fit)]
     cs = [float(c) for c in args.cs.split(",")]
@@ -154,25 +131,6 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
     return rows
 
 
-KERNEL = jkern.Normalized(jkern.SST(0.4))
-
-
-@functools.lru_cache(maxsize=1)
-def trec_data(data_dir: str, cache_dir: str | None):
-    """TREC train/test and their SST Grams, loaded (or computed) once per process for all
-    six classes."""
-    train, test = load_trec(Path(data_dir), "train"), load_trec(Path(data_dir), "test")
-    cache = Path(cache_dir) if cache_dir else None
-    g_tr, g_te, _ = cached_grams(KERNEL, train.trees, test.trees, cache, "sst")
-    return train, test, g_tr, g_te
-
-
-def one_vs_rest(train, test, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """+1 / -1 labels of TREC class `name` against the rest, for the training and test sets."""
-    return (np.where(np.asarray(train.coarse) == name, 1, -1),
-            np.where(np.asarray(test.coarse) == name, 1, -1))
-
-
 def task_rows(args, task) -> list[dict]:
     """The rows of one task: ("trec", class) or ("srl", "boundary")."""
     dataset, name = task
@@ -185,7 +143,7 @@ def task_rows(args, task) -> list[dict]:
     examples = read_examples(data_dir / "srl" / "boundary_5000.dat")
     trees = [e.trees[0] for e in examples]
     y = np.array([1 if e.label > 0 else -1 for e in examples])
-    tr, te = held_out_split(y, 0.2, seed=0)
+    tr, te = stratified_split(y, 0.2, seed=0)
     tr_trees, te_trees = [trees[i] for i in tr], [trees[i] for i in te]
     g_tr, g_te, _ = cached_grams(KERNEL, tr_trees, te_trees, cache, "srl_sst")
     return run_task("srl", "boundary", tr_trees, y[tr], te_trees, y[te], g_tr, g_te, args)

@@ -20,10 +20,10 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
-from imbalance import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data  # noqa: E402
+import numpy as np
+from _common import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data
 
-from jkern.svm import cpa, ksvm, svm_light_C  # noqa: E402
+from jkern.svm import cpa, ksvm, svm_light_C
 
 REPO = Path(__file__).resolve().parents[1]
 

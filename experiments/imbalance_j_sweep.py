@@ -25,8 +25,8 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
-from imbalance import (  # noqa: E402
+import numpy as np
+from _common import (
     J_GRID,
     f1_of,
     fit_cpa,
@@ -35,9 +35,9 @@ from imbalance import (  # noqa: E402
     predict_cpa,
     trec_data,
 )
-from qc import held_out_split  # noqa: E402
 
-from jkern.svm import ksvm  # noqa: E402
+from jkern.data import stratified_split
+from jkern.svm import ksvm
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     seeds = [args.seed + k for k in range(args.seeds)]
     for cls in args.classes.split(","):
         y, y_test = one_vs_rest(train, test, cls)
-        fit, held = held_out_split(y, 0.2, seed=0)
+        fit, held = stratified_split(y, 0.2, seed=0)
         fit_trees = [train.trees[i] for i in fit]
         g_fit, g_held = g[np.ix_(fit, fit)], g[np.ix_(held, fit)]
         print(f"{cls}: {int((y > 0).sum())} positives of {len(y)} (test {int((y_test > 0).sum())})",

@@ -28,13 +28,15 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
-from _results import cached_grams  # noqa: E402
-from qc import KERNELS  # noqa: E402
+import numpy as np
+from _common import (
+    KERNELS,
+    cached_grams,
+)
 
-from jkern.data import load_trec  # noqa: E402
-from jkern.metrics import accuracy  # noqa: E402
-from jkern.svm import ksvm_ovr  # noqa: E402
+from jkern.data import load_trec
+from jkern.metrics import accuracy
+from jkern.svm import ksvm_ovr
 
 REPO = Path(__file__).resolve().parents[1]
 

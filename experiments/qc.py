@@ -27,67 +27,23 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from _results import cached_grams, print_accuracy_table, pyplot, write_result  # noqa: E402
+import jax.numpy as jnp
+import numpy as np
+from _common import (
+    KERNELS,
+    cached_grams,
+    print_accuracy_table,
+    pyplot,
+    qc_data,
+    run_dcd,
+    run_ksvm,
+    write_result,
+)
 
-import jkern  # noqa: E402
-from jkern.data import load_trec  # noqa: E402
-from jkern.metrics import accuracy  # noqa: E402
-from jkern.svm import dcd_ovr, ksvm_ovr  # noqa: E402
+import jkern
+from jkern.metrics import accuracy
 
 REPO = Path(__file__).resolve().parents[1]
-KERNELS = {"sst": lambda: jkern.Normalized(jkern.SST(0.4)),
-           "ptk": lambda: jkern.Normalized(jkern.PTK(0.4, 0.4))}
-KSVM_C = (1.0, 3.0, 10.0, 30.0)
-# Normalized tree kernels give small embedding values: the linear models want large C.
-DCD_C = (10.0, 30.0, 100.0)
-
-
-def held_out_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, ...]:
-    """A stratified (fit, held-out) split of the training indices."""
-    rng = np.random.default_rng(seed)
-    fit, held = [], []
-    for c in np.unique(labels):
-        idx = rng.permutation(np.flatnonzero(labels == c))
-        k = int(round(fraction * len(idx)))
-        held.append(idx[:k])
-        fit.append(idx[k:])
-    return np.sort(np.concatenate(fit)), np.sort(np.concatenate(held))
-
-
-def qc_data(args):
-    """TREC train/test, their coarse labels, the stratified 20% held-out split of the training
-    indices (seed 0: the split every QC experiment picks its hyperparameters on) and the Gram
-    cache folder (None without --cache-dir)."""
-    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
-    y_train, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
-    fit, held = held_out_split(y_train, 0.2, seed=0)
-    cache = Path(args.cache_dir) if args.cache_dir else None
-    return train, test, y_train, y_test, fit, held, cache
-
-
-def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
-    scores = {}
-    for c in KSVM_C:
-        model = ksvm_ovr(g_train[np.ix_(fit, fit)], y_train[fit], C=c).model
-        scores[c] = accuracy(y_train[held], model.predict(g_train[np.ix_(held, fit)]))
-    best = max(KSVM_C, key=lambda c: (scores[c], -c))
-    model = ksvm_ovr(g_train, y_train, C=best).model
-    return model, best, scores
-
-
-def run_dcd(x_train, x_test, y_train, y_test, fit, held, key):
-    cs = jnp.asarray(DCD_C)
-    # the C grid as one program: vmap over C of the one-vs-rest fit
-    models = jax.vmap(lambda c: dcd_ovr(x_train[fit], y_train[fit], C=c, key=key).model)(cs)
-    held_acc = []
-    for i in range(len(DCD_C)):
-        model_i = jax.tree_util.tree_map(lambda a, i=i: a[i], models)
-        held_acc.append(accuracy(y_train[held], model_i.predict(x_train[held])))
-    best = DCD_C[int(np.argmax(held_acc))]
-    model = dcd_ovr(x_train, y_train, C=best, key=key).model
-    return accuracy(y_test, model.predict(x_test)), best
 
 
 def main(argv=None) -> int:

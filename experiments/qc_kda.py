@@ -40,27 +40,30 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from _results import (  # noqa: E402
+import jax.numpy as jnp
+import numpy as np
+from _common import (
+    DROPOUTS,
+    L2S,
+    SHAPES,
     cached_grams,
     carry_over,
     padded_projection,
     print_accuracy_table,
     pyplot,
+    qc_data,
+    run_dcd,
+    run_ksvm,
+    shaped,
     write_result,
 )
-from qc import qc_data, run_dcd, run_ksvm  # noqa: E402
-from qc_shapes import SHAPES, shaped  # noqa: E402
 
-import jkern  # noqa: E402
-from jkern import kda  # noqa: E402
-from jkern.data import glove_6b_50d, tree_words  # noqa: E402
-from jkern.metrics import accuracy  # noqa: E402
+import jkern
+from jkern import kda
+from jkern.data import glove_6b_50d, tree_words
+from jkern.metrics import accuracy
 
 REPO = Path(__file__).resolve().parents[1]
-DROPOUTS = (0.0, 0.2, 0.4, 0.6)
-L2S = (0.0, 1e-4)
 
 
 def kernel_and_trees(name: str, train, test, args):

@@ -29,24 +29,23 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
-from _results import cached_grams, padded_projection, write_result  # noqa: E402
-from qc import qc_data, run_dcd, run_ksvm  # noqa: E402
+import numpy as np
+from _common import (
+    cached_grams,
+    padded_projection,
+    qc_data,
+    run_dcd,
+    run_ksvm,
+    shaped,
+    write_result,
+)
 
-import jkern  # noqa: E402
-from jkern.data import glove_6b_50d, tree_words  # noqa: E402
-from jkern.metrics import accuracy  # noqa: E402
-from jkern.trees import grct, head_dependencies, lct, loct, pos_leaves  # noqa: E402
+import jkern
+from jkern.data import glove_6b_50d, tree_words
+from jkern.metrics import accuracy
 
 REPO = Path(__file__).resolve().parents[1]
-SHAPES = {"grct": grct, "lct": lct, "loct": loct}
 GAMMA = 3.0
-
-
-def shaped(trees, shape: str, kernel: str, semantic: bool = True):
-    if shape == "ct":
-        return [pos_leaves(t, lowercase=True) for t in trees] if kernel == "sptk" else trees
-    return [SHAPES[shape](head_dependencies(t, semantic=semantic)) for t in trees]
 
 
 def make_kernel(name: str, trees):

@@ -21,13 +21,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import jkern  # noqa: E402
-from jkern.data import glove_6b_50d, load_trec, tree_words  # noqa: E402
-from jkern.metrics import accuracy  # noqa: E402
-from jkern.svm import ksvm_ovr  # noqa: E402
-from jkern.trees import pos_leaves  # noqa: E402
+import jkern
+from jkern.data import glove_6b_50d, load_trec, tree_words
+from jkern.metrics import accuracy
+from jkern.svm import ksvm_ovr
+from jkern.trees import pos_leaves
 
 REPO = Path(__file__).resolve().parents[1]
 
