@@ -24,7 +24,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data
+from _common import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data, write_result
 
 from jkern.svm import cpa, svm_light_C
 
@@ -52,6 +52,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--epsilon", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=2000)
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
     args = ap.parse_args(argv)
     train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
     y, y_test = one_vs_rest(train, test, args.cls)
@@ -62,9 +63,14 @@ def main(argv=None) -> int:
                   max_iter=args.max_iter, gram=g, qp_tol=1e-6)
     exact = cpa(train.trees, y, sample=len(y), **common)
     p_exact = primal(exact, g, y, z, c)
+    f1_exact = 100 * f1_of(y_test, predict_cpa(exact, g_test))
+    rows = [{"model": "exact weighted CPA", "class": args.cls, "j": args.j, "C": c,
+             "sample": len(y), "confirm": 1, "seed": None,
+             "iterations": len(exact.stats["history"]), "primal": p_exact,
+             "primal_excess": 0.0, "f1": f1_exact, "converged": bool(exact.converged)}]
     print(f"{args.cls}, j = {args.j:g}, 1-slack C = {c:g}: exact weighted CPA "
           f"{len(exact.stats['history'])} iterations, primal {p_exact:.1f}, test F1 "
-          f"{100 * f1_of(y_test, predict_cpa(exact, g_test)):.1f}", flush=True)
+          f"{f1_exact:.1f}", flush=True)
     for k in (int(v) for v in args.confirm.split(",")):
         iters, excess, f1s = [], [], []
         for seed in range(args.seeds):
@@ -73,12 +79,18 @@ def main(argv=None) -> int:
             iters.append(len(res.stats["history"]))
             excess.append(primal(res, g, y, z, c) / p_exact - 1)
             f1s.append(100 * f1_of(y_test, predict_cpa(res, g_test)))
+            rows.append({"model": "uSVM+j", "class": args.cls, "j": args.j, "C": c,
+                         "sample": args.sample, "confirm": k, "seed": seed,
+                         "iterations": iters[-1], "primal": primal(res, g, y, z, c),
+                         "primal_excess": excess[-1], "f1": f1s[-1],
+                         "converged": bool(res.converged)})
             print(f"  r = {args.sample}, confirm = {k}, seed {seed}: {iters[-1]} iterations "
                   f"(converged {bool(res.converged)}), primal +{100 * excess[-1]:.1f}% over "
                   f"exact, test F1 {f1s[-1]:.1f}", flush=True)
         print(f"r = {args.sample}, confirm = {k}: mean {np.mean(iters):.0f} iterations, primal "
               f"+{100 * np.mean(excess):.1f}% over exact, test F1 {np.mean(f1s):.1f} ± "
               f"{np.std(f1s):.1f}", flush=True)
+    write_result(args.out_dir, "cpa_stopping", rows, argv)
     return 0
 
 

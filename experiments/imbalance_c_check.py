@@ -21,7 +21,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data
+from _common import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data, write_result
 
 from jkern.svm import cpa, ksvm, svm_light_C
 
@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--class", dest="cls", default="ENTY")
     ap.add_argument("--C", type=float, default=1.0, help="SVM-light's C")
@@ -43,18 +44,25 @@ def main(argv=None) -> int:
     c_implied = args.C * len(y) / z.sum()
     print(f"{args.cls}: {int((y > 0).sum())} positives of {len(y)}, j = {args.j:g}, "
           f"sum z = {z.sum():g}", flush=True)
+    rows = []
     for c in (args.C, c_implied):
         m = ksvm(g, y, C=c, class_weight=cw).model
-        print(f"KSVM C = {c:.3f}, j = {args.j:g}: test F1 "
-              f"{100 * f1_of(y_test, np.asarray(m.predict(g_test))):.1f}", flush=True)
+        f1 = f1_of(y_test, np.asarray(m.predict(g_test)))
+        rows.append({"model": "KSVM", "class": args.cls, "C": c, "j": args.j, "f1": f1})
+        print(f"KSVM C = {c:.3f}, j = {args.j:g}: test F1 {100 * f1:.1f}", flush=True)
     for name, c1 in (("svm_light_C (C_light * sum z)", svm_light_C(args.C, y, class_weight=cw)),
                      ("n * C_light", args.C * len(y))):
         res = cpa(train.trees, y, kernel=KERNEL, C=c1, sample=len(y), class_weight=cw,
                   epsilon=1e-3, max_iter=1000, gram=g)
-        print(f"exact weighted CPA, 1-slack C = {name} = {c1:.1f}: test F1 "
-              f"{100 * f1_of(y_test, predict_cpa(res, g_test)):.1f} "
+        f1 = f1_of(y_test, predict_cpa(res, g_test))
+        rows.append({"model": "exact weighted CPA", "class": args.cls, "conversion": name,
+                     "C": c1, "j": args.j, "f1": f1,
+                     "iterations": len(res.stats["history"]),
+                     "converged": bool(res.converged)})
+        print(f"exact weighted CPA, 1-slack C = {name} = {c1:.1f}: test F1 {100 * f1:.1f} "
               f"({len(res.stats['history'])} iterations, converged {bool(res.converged)})",
               flush=True)
+    write_result(args.out_dir, "imbalance_c_check", rows, argv)
     return 0
 
 

@@ -34,6 +34,7 @@ from _common import (
     one_vs_rest,
     predict_cpa,
     trec_data,
+    write_result,
 )
 
 from jkern.data import stratified_split
@@ -55,7 +56,9 @@ def main(argv=None) -> int:
     ap.add_argument("--qp-tol", type=float, default=1e-6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
     args = ap.parse_args(argv)
+    rows = []
     train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
     seeds = [args.seed + k for k in range(args.seeds)]
     for cls in args.classes.split(","):
@@ -74,9 +77,15 @@ def main(argv=None) -> int:
             held_k = f1_of(y[held], np.asarray(m.predict(g_held)))
             m = ksvm(g, y, C=args.C, class_weight={1: j, -1: 1.0}).model
             test_k = f1_of(y_test, np.asarray(m.predict(g_test)))
+            rows.append({"class": cls, "j": j, "model": "uSVM+j" if jj else "uSVM",
+                         "held_out_f1": held_cpa, "f1": float(np.mean(runs)), "f1_runs": runs,
+                         "sample": args.sample, "C": args.C})
+            rows.append({"class": cls, "j": j, "model": "KSVM", "held_out_f1": held_k,
+                         "f1": test_k, "C": args.C})
             print(f"  j = {j:>4g}: uSVM+j held-out {100 * held_cpa:.1f}, test "
                   f"{100 * np.mean(runs):.1f} ({', '.join(f'{100 * f:.1f}' for f in runs)}) | "
                   f"KSVM held-out {100 * held_k:.1f}, test {100 * test_k:.1f}", flush=True)
+    write_result(args.out_dir, "imbalance_j_sweep", rows, argv)
     return 0
 
 

@@ -22,6 +22,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
+from _common import write_result
 
 import jkern
 from jkern.data import glove_6b_50d, load_trec, tree_words
@@ -39,7 +40,9 @@ def main(argv=None) -> int:
     ap.add_argument("--held-out", type=int, default=500)
     ap.add_argument("--gammas", default="2,3,5,10")
     ap.add_argument("--cs", default="3,10,30,100")
+    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
     args = ap.parse_args(argv)
+    rows = []
     train = load_trec(args.data_dir, "train")
     perm = np.random.default_rng(0).permutation(len(train.trees))
     fit, held = perm[:args.train], perm[args.train:args.train + args.held_out]
@@ -58,9 +61,14 @@ def main(argv=None) -> int:
         g_fit, g_held = gram[:n, :n], gram[n:, :n]
         accs = [accuracy(y_held, ksvm_ovr(g_fit, y_fit, C=float(c)).model.predict(g_held))
                 for c in args.cs.split(",")]
+        min_eig = float(np.linalg.eigvalsh(g_fit).min())
+        seconds = time.perf_counter() - t0
+        rows += [{"model": "KSVM", "kernel": name, "C": float(c), "held_out_accuracy": acc,
+                  "min_eigenvalue": min_eig, "seconds": round(seconds, 1)}
+                 for c, acc in zip(args.cs.split(","), accs)]
         print(f"{name}: held-out accuracy per C {dict(zip(args.cs.split(','), accs))}, best "
-              f"{max(accs):.3f}; min eigenvalue {np.linalg.eigvalsh(g_fit).min():.2e} "
-              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+              f"{max(accs):.3f}; min eigenvalue {min_eig:.2e} ({seconds:.0f} s)", flush=True)
+    write_result(args.out_dir, "sptk_gamma_probe", rows, argv)
     return 0
 
 
