@@ -1,17 +1,31 @@
-"""What the experiment scripts share (they import this module and never each other): the
-result file every experiment writes (schema in ../shared/DESIGN.md:
-`{"experiment": name, "environment": {...}, "rows": [...], ...}` as `<out-dir>/<name>.json`),
-cached Gram matrices, the question-classification data, split and model selection, the
-tree shapes, and the imbalanced-data helpers."""
+"""What the experiment scripts share (they import this module and never each other).
+
+- The command line every script has: `--data-dir`, `--out-dir` and `--smoke` (`parser`,
+  `parse_args`); `--smoke` swaps in a tiny size that runs end to end in seconds and writes
+  to a fresh temporary folder (never to docs/results).
+- The result file every experiment writes (schema in ../shared/DESIGN.md:
+  `{"experiment": name, "environment": {...}, "rows": [...], ...}` as `<out-dir>/<name>.json`)
+  and its plot (`write_result`, `pyplot`, `plot_lines`, `plot_bars`).
+- Data: TREC and the SRL boundary sample (optionally an evenly spread subset), cached Gram
+  matrices, the stratified held-out split (`jkern.data.stratified_split`).
+- Kernels by name (`tree_kernel`, through `jkern.kernels.kernel_by_name`), the QC model
+  selection (`run_ksvm`, `run_dcd`), the KDA grid, the tree shapes, and the one-vs-rest /
+  cutting-plane helpers of the imbalance scripts.
+Everything takes explicit arguments; nothing reads a script's argparse namespace.
+"""
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import functools
 import json
 import os
 import platform
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +34,66 @@ import jax.numpy as jnp
 import numpy as np
 
 import jkern
-from jkern.data import load_trec, stratified_split
+from jkern._cache import enable_compilation_cache
+from jkern.data import TrecData, glove_6b_50d, load_trec, stratified_split, tree_words
 from jkern.kernels import kernel_by_name
 from jkern.metrics import accuracy, binary_prf
 from jkern.svm import cpa, dcd_ovr, ksvm_ovr, svm_light_C
-from jkern.trees import grct, head_dependencies, lct, loct, pos_leaves
+from jkern.trees import grct, head_dependencies, lct, loct, pos_leaves, read_examples
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR = REPO.parent / "shared" / "data"
+RESULTS_DIR = REPO / "docs" / "results"
+
+# --------------------------------------------------------------------------- command line
 
 
-def environment(argv: list[str] | None, **extra: Any) -> dict[str, Any]:
+def parser(doc: str | None, *, data_help: str | None = None) -> argparse.ArgumentParser:
+    """An argument parser (described by the first line of `doc`) with the flags every
+    experiment takes: --data-dir, --out-dir and --smoke."""
+    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
+    ap.add_argument("--data-dir", default=str(DATA_DIR),
+                    help=data_help or f"the shared data folder (default {DATA_DIR})")
+    ap.add_argument("--out-dir", default=None,
+                    help=f"where <script>.json (and its PNG) go (default {RESULTS_DIR}; with "
+                         "--smoke a fresh temporary folder)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a tiny size that runs end to end in seconds (a check of the script, "
+                         "not a result); flags given explicitly still apply")
+    return ap
+
+
+def parse_args(ap: argparse.ArgumentParser, argv: Sequence[str] | None, name: str,
+               smoke: dict[str, Any]) -> argparse.Namespace:
+    """Parse `argv`; under --smoke the `smoke` values replace the defaults (explicit flags
+    still win). Resolves --out-dir: docs/results by default, a fresh temporary folder under
+    --smoke (which refuses docs/results: smoke figures are no results), and, under --smoke
+    with a --cache-dir flag left unset, a cache folder inside it. A smoke run also keeps its
+    compiled XLA programs on disk (`$JKERN_CACHE_DIR`, default `<tmp>/jkern-smoke-xla`)."""
+    args = ap.parse_args(argv)
+    if args.smoke:
+        ap.set_defaults(**smoke)
+        args = ap.parse_args(argv)
+    if args.out_dir is None:
+        args.out_dir = (tempfile.mkdtemp(prefix=f"jkern-smoke-{name}-") if args.smoke
+                        else str(RESULTS_DIR))
+    if args.smoke and Path(args.out_dir).resolve() == RESULTS_DIR.resolve():
+        ap.error(f"--smoke writes smoke-size figures: give an --out-dir other than {RESULTS_DIR}")
+    if args.smoke and getattr(args, "cache_dir", "") is None:
+        args.cache_dir = str(Path(args.out_dir) / "cache")
+    if args.smoke:
+        # compiled programs dominate a smoke run: keep them on disk for the next one
+        xla = enable_compilation_cache(os.environ.get("JKERN_CACHE_DIR")
+                                       or Path(tempfile.gettempdir()) / "jkern-smoke-xla")
+        print(f"smoke run ({name}): outputs in {args.out_dir} (compiled programs cached in "
+              f"{xla})", flush=True)
+    return args
+
+
+# --------------------------------------------------------------------------- result files
+
+
+def environment(argv: Sequence[str] | None, **extra: Any) -> dict[str, Any]:
     """Versions, devices, date and the command line of this run."""
     return {
         "python": platform.python_version(),
@@ -57,7 +123,7 @@ def carry_over(path: str | Path, rows: list[dict], key) -> tuple[list[dict], dic
     return kept, merged, earlier
 
 
-def write_result(out_dir: str | Path, name: str, rows: list[dict], argv: list[str] | None,
+def write_result(out_dir: str | Path, name: str, rows: list[dict], argv: Sequence[str] | None,
                  *, environment_extra: dict[str, Any] | None = None,
                  **sections: Any) -> Path:
     """Writes `<out_dir>/<name>.json` and returns its path."""
@@ -92,16 +158,112 @@ def pyplot():
     return plt
 
 
+def plot_lines(path: Path, series: dict[str, tuple[Sequence, Sequence]], *, xlabel: str,
+               ylabel: str, title: str | None = None, xscale: str | None = None,
+               hlines: dict[str, float] | None = None, markers_only: bool = False) -> None:
+    """One line (or, `markers_only`, one set of points) per series `label: (x, y)`, and a
+    dotted horizontal line per `hlines` entry; written to `path` (nothing without
+    matplotlib)."""
+    plt = pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, (x, y) in series.items():
+        ax.plot(list(x), list(y), "o" if markers_only else "o-", label=label)
+    for label, value in (hlines or {}).items():
+        ax.axhline(value, linestyle=":", color="gray")
+        ax.annotate(label, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7,
+                    va="bottom")
+    if xscale:
+        ax.set_xscale(xscale)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_bars(path: Path, groups: Sequence[str], series: dict[str, Sequence[float]], *,
+              ylabel: str, title: str | None = None, yscale: str | None = None) -> None:
+    """Grouped bars: one group per `groups` entry, one bar per series `label: values`
+    (NaN: no bar); written to `path` (nothing without matplotlib)."""
+    plt = pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(1.8 + 1.1 * len(groups), 3.8))
+    x = np.arange(len(groups))
+    width = 0.8 / max(1, len(series))
+    for k, (label, values) in enumerate(series.items()):
+        ax.bar(x + (k - (len(series) - 1) / 2) * width, list(values), width, label=label)
+    ax.set_xticks(x, list(groups), fontsize=7)
+    ax.set_ylabel(ylabel)
+    if yscale:
+        ax.set_yscale(yscale)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def spread(n: int, limit: int | None) -> np.ndarray:
+    """`limit` indices evenly spread over range(n) (all n when `limit` is None or >= n): the
+    subset a smoke run keeps, so it sees every part of a file, not just its head."""
+    if limit is None or limit >= n:
+        return np.arange(n)
+    return np.unique(np.round(np.linspace(0, n - 1, limit)).astype(np.int64))
+
+
+def subset_folder(cache: Path | None, *sizes: int | None) -> Path | None:
+    """The Gram cache folder of a run on a subset: `cache/subset_<sizes>` (the full data's
+    cache files are never read or overwritten by a subset's)."""
+    if cache is None or all(s is None for s in sizes):
+        return cache
+    return cache / ("subset_" + "x".join("all" if s is None else str(s) for s in sizes))
+
+
+def trec(data_dir: str | Path, max_train: int | None = None,
+         max_test: int | None = None) -> tuple[TrecData, TrecData]:
+    """TREC train and test (`jkern.data.load_trec`), each cut to an evenly spread
+    `max_train` / `max_test` questions when given."""
+    out = []
+    for split, limit in (("train", max_train), ("test", max_test)):
+        data = load_trec(Path(data_dir), split)
+        idx = spread(len(data.trees), limit).tolist()
+        out.append(data if limit is None else TrecData(*([part[i] for i in idx]
+                                                         for part in data)))
+    return out[0], out[1]
+
+
+def boundary_examples(data_dir: str | Path, max_examples: int | None = None):
+    """The SRL boundary sample (`srl/boundary_5000.dat`): its trees and ±1 labels, cut to an
+    evenly spread `max_examples` when given."""
+    examples = read_examples(Path(data_dir) / "srl" / "boundary_5000.dat")
+    examples = [examples[i] for i in spread(len(examples), max_examples).tolist()]
+    return [e.trees[0] for e in examples], np.array([1 if e.label > 0 else -1
+                                                     for e in examples])
+
+
 def cached_grams(kernel, train, test, cache: Path | None, tag: str):
     """(train Gram, test-vs-train block, seconds) in float64; read from / written to
     `cache/qc_<tag>_{train,test}.npy` when a cache folder is given (seconds None when read)."""
-    import time
-
-
     if cache is not None:
         paths = cache / f"qc_{tag}_train.npy", cache / f"qc_{tag}_test.npy"
         if all(p.is_file() for p in paths):
-            return np.load(paths[0]), np.load(paths[1]), None
+            g_train, g_test = np.load(paths[0]), np.load(paths[1])
+            if g_train.shape != (len(train), len(train)) or g_test.shape != (len(test),
+                                                                               len(train)):
+                raise ValueError(f"{paths[0]} / {paths[1]} hold {g_train.shape} / "
+                                 f"{g_test.shape} Gram matrices for {len(train)} training and "
+                                 f"{len(test)} test trees: another data set's cache")
+            return g_train, g_test, None
     t0 = time.perf_counter()
     g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
     g_test = np.asarray(jkern.gram(kernel, test, train, dtype="float64", block_size=256))
@@ -125,10 +287,35 @@ def padded_projection(kernel, trees, g_train, m: int, key):
     return idx, np.pad(h, ((0, 0), (0, m - h.shape[1])))
 
 
-# --------------------------------------------------------------------------- from qc
+# --------------------------------------------------------------------------- kernels by name
 
-KERNELS = {name: (lambda name=name: kernel_by_name(name, normalize=True))
-           for name in ("sst", "ptk")}  # normalized, lam = mu = 0.4
+
+@functools.lru_cache(maxsize=1)
+def glove():
+    """GloVe 6B 50-d (`jkern.data.glove_6b_50d`), read once per process."""
+    return glove_6b_50d()
+
+
+def tree_kernel(name: str, *, trees: Sequence | None = None, gamma: float | None = None,
+           threshold: float | None = None, normalize: bool = True):
+    """The tree kernel `name` of the experiments (λ = μ = 0.4, normalized unless told), from
+    the library's registry. sptk's words are compared by their GloVe 6B 50-d vectors, looked
+    up for the words of `trees`, by the Gaussian similarity of `gamma` or the cosine
+    thresholded at `threshold`."""
+    if name != "sptk":
+        return kernel_by_name(name, lam=0.4, mu=0.4, normalize=normalize)
+    if trees is None:
+        raise ValueError("sptk needs the trees whose words get vectors (trees=)")
+    vocab, vectors = glove().for_words(tree_words(trees))
+    return kernel_by_name("sptk", lam=0.4, mu=0.4, vocab=vocab, vectors=vectors,
+                          gamma=gamma, threshold=threshold, normalize=normalize)
+
+
+# --------------------------------------------------------------------------- QC
+
+# normalized SST (λ = 0.4) and PTK (λ = μ = 0.4)
+KERNELS: dict[str, Callable[[], Any]] = {name: functools.partial(tree_kernel, name)
+                                         for name in ("sst", "ptk")}
 
 
 KSVM_C = (1.0, 3.0, 10.0, 30.0)
@@ -138,18 +325,22 @@ KSVM_C = (1.0, 3.0, 10.0, 30.0)
 DCD_C = (10.0, 30.0, 100.0)
 
 
-def qc_data(args):
-    """TREC train/test, their coarse labels, the stratified 20% held-out split of the training
-    indices (seed 0: the split every QC experiment picks its hyperparameters on) and the Gram
-    cache folder (None without --cache-dir)."""
-    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
+def qc_data(data_dir: str | Path, cache_dir: str | None, *, max_train: int | None = None,
+            max_test: int | None = None):
+    """TREC train/test (an evenly spread subset when `max_train` / `max_test` are given),
+    their coarse labels, the stratified 20% held-out split of the training indices (seed 0:
+    the split every QC experiment picks its hyperparameters on) and the Gram cache folder
+    (None without a cache dir; a subset's own folder inside it for a subset)."""
+    train, test = trec(data_dir, max_train, max_test)
     y_train, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
     fit, held = stratified_split(y_train, 0.2, seed=0)
-    cache = Path(args.cache_dir) if args.cache_dir else None
+    cache = subset_folder(Path(cache_dir) if cache_dir else None, max_train, max_test)
     return train, test, y_train, y_test, fit, held, cache
 
 
 def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
+    """One-vs-rest KSVM: C from KSVM_C by held-out accuracy (ties: the smaller C), then
+    retrained on all of the training set. Returns (model, C, held-out accuracy per C)."""
     scores = {}
     for c in KSVM_C:
         model = ksvm_ovr(g_train[np.ix_(fit, fit)], y_train[fit], C=c).model
@@ -160,6 +351,8 @@ def run_ksvm(g_train, g_test, y_train, y_test, fit, held):
 
 
 def run_dcd(x_train, x_test, y_train, y_test, fit, held, key):
+    """One-vs-rest DCD on embeddings: C from DCD_C by held-out accuracy (the grid as one
+    vmapped program), retrained on all of the training set. Returns (test accuracy, C)."""
     cs = jnp.asarray(DCD_C)
     # the C grid as one program: vmap over C of the one-vs-rest fit
     models = jax.vmap(lambda c: dcd_ovr(x_train[fit], y_train[fit], C=c, key=key).model)(cs)
@@ -172,7 +365,7 @@ def run_dcd(x_train, x_test, y_train, y_test, fit, held, key):
     return accuracy(y_test, model.predict(x_test)), best
 
 
-# --------------------------------------------------------------------------- from qc_kda
+# --------------------------------------------------------------------------- KDA grid
 
 DROPOUTS = (0.0, 0.2, 0.4, 0.6)
 
@@ -180,47 +373,55 @@ DROPOUTS = (0.0, 0.2, 0.4, 0.6)
 L2S = (0.0, 1e-4)
 
 
-# --------------------------------------------------------------------------- from qc_shapes
+# --------------------------------------------------------------------------- tree shapes
 
 SHAPES = {"grct": grct, "lct": lct, "loct": loct}
 
 
 def shaped(trees, shape: str, kernel: str, semantic: bool = True):
+    """The trees a kernel runs on: constituency parses ("ct"; words marked by their
+    preterminal for sptk) or the GRCT / LCT / LOCT of their head-rule dependency parses."""
     if shape == "ct":
         return [pos_leaves(t, lowercase=True) for t in trees] if kernel == "sptk" else trees
     return [SHAPES[shape](head_dependencies(t, semantic=semantic)) for t in trees]
 
 
-# --------------------------------------------------------------------------- from imbalance
+# --------------------------------------------------------------------------- imbalance
 
 J_GRID = (1.0, 2.0, 3.0, 4.0, 5.0, 10.0)
+
+KERNEL = tree_kernel("sst")  # normalized SST, λ = 0.4
 
 
 def f1_of(y, pred) -> float:
     return binary_prf(y, pred, positive=1)[2]
 
 
-def fit_cpa(trees, y, gram, c_light, j, args, seed):
+def fit_cpa(trees, y, gram, c_light, j, *, seed: int, sample: int, epsilon: float,
+            confirm: int, max_iter: int, qp_tol: float):
     """uSVM (j None) or uSVM+j; the margins are read off the cached Gram matrix (`gram=`),
     which trains the same model as computing them (tests/test_cpa.py) in far less time."""
     # SVM-light's C (and -j) as the 1-slack C: c_light * sum of the importance weights, the
     # problem uSVM+j's rejection-sampled planes estimate (n * c_light when j is None)
     cw = None if j is None else {1: j, -1: 1.0}
     return cpa(trees, y, kernel=KERNEL, C=svm_light_C(c_light, y, class_weight=cw),
-               sample=args.sample, epsilon=args.epsilon, confirm=args.confirm,
-               class_weight=cw, max_iter=args.max_iter, key=jax.random.PRNGKey(seed),
-               gram=gram, qp_tol=args.qp_tol)
+               sample=sample, epsilon=epsilon, confirm=confirm,
+               class_weight=cw, max_iter=max_iter, key=jax.random.PRNGKey(seed),
+               gram=gram, qp_tol=qp_tol)
 
 
-def seeds_of(args) -> list[int]:
-    return [args.seed + k for k in range(args.seeds)]
+def seeds_of(first: int, count: int) -> list[int]:
+    """The sampling seeds first, first + 1, ..., first + count - 1."""
+    return [first + k for k in range(count)]
 
 
-def held_out_f1(trees, y, g_fit, g_held, y_held, c_light, j, args) -> float:
-    """Held-out F1 of a cutting-plane model, averaged over the sampling seeds."""
-    return float(np.mean([f1_of(y_held, predict_cpa(fit_cpa(trees, y, g_fit, c_light, j, args,
-                                                            seed), g_held))
-                          for seed in seeds_of(args)]))
+def held_out_f1(trees, y, g_fit, g_held, y_held, c_light, j, *, seeds: Sequence[int],
+                **cpa_options: Any) -> float:
+    """Held-out F1 of a cutting-plane model, averaged over the sampling seeds (`cpa_options`:
+    `fit_cpa`'s sample, epsilon, confirm, max_iter, qp_tol)."""
+    return float(np.mean([f1_of(y_held, predict_cpa(fit_cpa(trees, y, g_fit, c_light, j,
+                                                            seed=seed, **cpa_options), g_held))
+                          for seed in seeds]))
 
 
 def predict_cpa(res, k_rows):
@@ -230,20 +431,18 @@ def predict_cpa(res, k_rows):
     return np.where(f >= 0, 1, -1)
 
 
-KERNEL = kernel_by_name("sst", normalize=True)
-
-
 @functools.lru_cache(maxsize=1)
-def trec_data(data_dir: str, cache_dir: str | None):
-    """TREC train/test and their SST Grams, loaded (or computed) once per process for all
-    six classes."""
-    train, test = load_trec(Path(data_dir), "train"), load_trec(Path(data_dir), "test")
-    cache = Path(cache_dir) if cache_dir else None
+def trec_data(data_dir: str, cache_dir: str | None, max_train: int | None = None,
+              max_test: int | None = None):
+    """TREC train/test (or their evenly spread subsets) and their SST Grams, loaded (or
+    computed) once per process for all six classes."""
+    train, test = trec(data_dir, max_train, max_test)
+    cache = subset_folder(Path(cache_dir) if cache_dir else None, max_train, max_test)
     g_tr, g_te, _ = cached_grams(KERNEL, train.trees, test.trees, cache, "sst")
     return train, test, g_tr, g_te
 
 
-def one_vs_rest(train, test, name: str) -> tuple[np.ndarray, np.ndarray]:
+def one_vs_rest_labels(train, test, name: str) -> tuple[np.ndarray, np.ndarray]:
     """+1 / -1 labels of TREC class `name` against the rest, for the training and test sets."""
     return (np.where(np.asarray(train.coarse) == name, 1, -1),
             np.where(np.asarray(test.coarse) == name, 1, -1))

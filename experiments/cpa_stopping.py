@@ -15,20 +15,29 @@ loss over all training examples) and its excess over the exact weighted cutting-
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data, write_result
+from _common import (
+    KERNEL,
+    f1_of,
+    one_vs_rest_labels,
+    parse_args,
+    parser,
+    plot_lines,
+    predict_cpa,
+    trec_data,
+    write_result,
+)
 
 from jkern.svm import cpa, svm_light_C
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: an evenly spread 60 training / 20 test questions, samples of 20, two seeds
+SMOKE = {"max_train": 60, "max_test": 20, "sample": 20, "seeds": 2, "max_iter": 100}
 
 
 def primal(res, gram, y, z, c) -> float:
@@ -41,8 +50,7 @@ def primal(res, gram, y, z, c) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap = parser(__doc__)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--class", dest="cls", default="ENTY")
     ap.add_argument("--C", type=float, default=1.0, help="SVM-light's C")
@@ -52,10 +60,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--epsilon", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=2000)
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
-    args = ap.parse_args(argv)
-    train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
-    y, y_test = one_vs_rest(train, test, args.cls)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the test questions (default all)")
+    args = parse_args(ap, argv, "cpa_stopping", SMOKE)
+    train, test, g, g_test = trec_data(args.data_dir, args.cache_dir, args.max_train,
+                                       args.max_test)
+    y, y_test = one_vs_rest_labels(train, test, args.cls)
     z = np.where(y > 0, args.j, 1.0)  # uSVM+j's importance weights
     cw = {1: args.j, -1: 1.0}
     c = svm_light_C(args.C, y, class_weight=cw)
@@ -90,7 +102,15 @@ def main(argv=None) -> int:
         print(f"r = {args.sample}, confirm = {k}: mean {np.mean(iters):.0f} iterations, primal "
               f"+{100 * np.mean(excess):.1f}% over exact, test F1 {np.mean(f1s):.1f} ± "
               f"{np.std(f1s):.1f}", flush=True)
-    write_result(args.out_dir, "cpa_stopping", rows, argv)
+    out = write_result(args.out_dir, "cpa_stopping", rows, argv)
+    runs = [r for r in rows if r["seed"] is not None]
+    plot_lines(out.parent / "cpa_stopping.png",
+               {f"confirm = {k}": ([r["iterations"] for r in runs if r["confirm"] == k],
+                                   [100 * r["primal_excess"] for r in runs if r["confirm"] == k])
+                for k in dict.fromkeys(r["confirm"] for r in runs)},
+               xlabel="iterations", ylabel="primal objective over the exact run's (%)",
+               title=f"uSVM+j on {args.cls}, r = {args.sample}: where the stopping rule stops",
+               markers_only=True)
     return 0
 
 

@@ -32,7 +32,6 @@ question's predictions paired seed by seed (pooled over the seeds).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -45,26 +44,36 @@ import numpy as np
 from _common import (
     J_GRID,
     KERNEL,
+    boundary_examples,
     cached_grams,
     f1_of,
     fit_cpa,
     held_out_f1,
-    one_vs_rest,
+    one_vs_rest_labels,
+    parse_args,
+    parser,
     predict_cpa,
     pyplot,
     seeds_of,
+    subset_folder,
     trec_data,
     write_result,
 )
 
-from jkern.data import (
-    stratified_split,
-)
+from jkern.data import stratified_split
 from jkern.metrics import approximate_randomization, binary_prf
 from jkern.svm import ksvm
-from jkern.trees import read_examples
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: 60 training / 20 test questions (class ENTY) and an evenly spread 300 of the
+# boundary examples, two sampling seeds, samples of 20, at most 30 iterations
+SMOKE = {"max_train": 60, "max_test": 20, "max_examples": 300, "classes": "ENTY", "seeds": 2,
+         "sample": 20, "max_iter": 30}
+
+
+def cpa_options(args) -> dict:
+    """`fit_cpa`'s sampling and stopping options from the command line."""
+    return dict(sample=args.sample, epsilon=args.epsilon, confirm=args.confirm,
+                max_iter=args.max_iter, qp_tol=args.qp_tol)
 
 
 def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
@@ -73,20 +82,23 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
     fit_trees = [tr_trees[i] for i in fit]
     g_fit, g_held = g_tr[np.ix_(fit, fit)], g_tr[np.ix_(held, fit)]
     cs = [float(c) for c in args.cs.split(",")]
+    seeds, options = seeds_of(args.seed, args.seeds), cpa_options(args)
     rows = []
     t0 = time.perf_counter()
     # uSVM: C on the held-out part
-    scores = {c: held_out_f1(fit_trees, y_tr[fit], g_fit, g_held, y_tr[held], c, None, args)
+    scores = {c: held_out_f1(fit_trees, y_tr[fit], g_fit, g_held, y_tr[held], c, None,
+                             seeds=seeds, **options)
               for c in cs}
     c_u = max(cs, key=lambda c: (scores[c], -c))
     # uSVM+j: j on the held-out part, at uSVM's C
-    j_scores = {j: held_out_f1(fit_trees, y_tr[fit], g_fit, g_held, y_tr[held], c_u, j, args)
+    j_scores = {j: held_out_f1(fit_trees, y_tr[fit], g_fit, g_held, y_tr[held], c_u, j,
+                               seeds=seeds, **options)
                 for j in J_GRID}
     j_best = max(J_GRID, key=lambda j: (j_scores[j], -j))
     # preds[model]: [seeds, n_test] (one row per sampling seed; KSVM is deterministic)
     preds, info = {}, {}
     for model, j in (("uSVM", None), ("uSVM+j", j_best)):
-        fits = [fit_cpa(tr_trees, y_tr, g_tr, c_u, j, args, seed) for seed in seeds_of(args)]
+        fits = [fit_cpa(tr_trees, y_tr, g_tr, c_u, j, seed=seed, **options) for seed in seeds]
         preds[model] = np.stack([predict_cpa(res, g_te) for res in fits])
         info[model] = {"C": c_u, "j": j,
                        "support_vectors": [res.model.n_support for res in fits],
@@ -113,7 +125,7 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
         p, r, f = prf.mean(axis=0)
         row = {"model": model, "dataset": dataset, "class": name, "f1": float(f),
                "precision": float(p), "recall": float(r), "f1_std": float(prf[:, 2].std()),
-               "f1_runs": prf[:, 2].tolist(), "seeds": seeds_of(args),
+               "f1_runs": prf[:, 2].tolist(), "seeds": seeds,
                "positives_test": int((y_te > 0).sum()),
                "ratio": float((y_tr < 0).sum() / max(1, (y_tr > 0).sum())), **info[model]}
         if model == "uSVM+j":
@@ -134,15 +146,13 @@ def run_task(dataset, name, tr_trees, y_tr, te_trees, y_te, g_tr, g_te, args):
 def task_rows(args, task) -> list[dict]:
     """The rows of one task: ("trec", class) or ("srl", "boundary")."""
     dataset, name = task
-    data_dir = Path(args.data_dir)
-    cache = Path(args.cache_dir) if args.cache_dir else None
     if dataset == "trec":
-        train, test, g_tr, g_te = trec_data(args.data_dir, args.cache_dir)
-        y_tr, y_te = one_vs_rest(train, test, name)
+        train, test, g_tr, g_te = trec_data(args.data_dir, args.cache_dir, args.max_train,
+                                            args.max_test)
+        y_tr, y_te = one_vs_rest_labels(train, test, name)
         return run_task("trec", name, train.trees, y_tr, test.trees, y_te, g_tr, g_te, args)
-    examples = read_examples(data_dir / "srl" / "boundary_5000.dat")
-    trees = [e.trees[0] for e in examples]
-    y = np.array([1 if e.label > 0 else -1 for e in examples])
+    cache = subset_folder(Path(args.cache_dir) if args.cache_dir else None, args.max_examples)
+    trees, y = boundary_examples(args.data_dir, args.max_examples)
     tr, te = stratified_split(y, 0.2, seed=0)
     tr_trees, te_trees = [trees[i] for i in tr], [trees[i] for i in te]
     g_tr, g_te, _ = cached_grams(KERNEL, tr_trees, te_trees, cache, "srl_sst")
@@ -150,9 +160,7 @@ def task_rows(args, task) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--datasets", default="trec,srl")
     ap.add_argument("--classes", default="ABBR,DESC,ENTY,HUM,LOC,NUM")
     ap.add_argument("--sample", type=int, default=100, help="uSVM sample size r")
@@ -175,7 +183,13 @@ def main(argv=None) -> int:
                          "reach the same models here in a third of the time)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="tasks (a TREC class, the boundary data) run in this many processes")
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the TREC training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the TREC test questions (default all)")
+    ap.add_argument("--max-examples", type=int, default=None,
+                    help="an evenly spread N of the boundary examples (default all 5,000)")
+    args = parse_args(ap, argv, "imbalance", SMOKE)
     tasks = []
     for dataset in args.datasets.split(","):
         if dataset == "trec":
@@ -198,7 +212,7 @@ def main(argv=None) -> int:
     print_table(rows)
     out = write_result(args.out_dir, "imbalance", rows, argv,
                        settings={"sample": args.sample, "cs": args.cs, "j_grid": J_GRID,
-                                 "seeds": seeds_of(args),
+                                 "seeds": seeds_of(args.seed, args.seeds),
                                  "epsilon": args.epsilon, "max_iter": args.max_iter,
                                  "confirm": args.confirm,
                                  "qp_tol": args.qp_tol, "c_conversion": "svm_light_C",

@@ -12,33 +12,45 @@ weighted cutting-plane runs (sample = n) at both conversions, which should track
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import KERNEL, f1_of, one_vs_rest, predict_cpa, trec_data, write_result
+from _common import (
+    KERNEL,
+    f1_of,
+    one_vs_rest_labels,
+    parse_args,
+    parser,
+    plot_bars,
+    predict_cpa,
+    trec_data,
+    write_result,
+)
 
 from jkern.svm import cpa, ksvm, svm_light_C
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: an evenly spread 60 training / 20 test questions
+SMOKE = {"max_train": 60, "max_test": 20}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--class", dest="cls", default="ENTY")
     ap.add_argument("--C", type=float, default=1.0, help="SVM-light's C")
     ap.add_argument("--j", type=float, default=3.0)
-    args = ap.parse_args(argv)
-    train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
-    y, y_test = one_vs_rest(train, test, args.cls)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the test questions (default all)")
+    args = parse_args(ap, argv, "imbalance_c_check", SMOKE)
+    train, test, g, g_test = trec_data(args.data_dir, args.cache_dir, args.max_train,
+                                       args.max_test)
+    y, y_test = one_vs_rest_labels(train, test, args.cls)
     z = np.where(y > 0, args.j, 1.0)  # uSVM+j's importance weights
     cw = {1: args.j, -1: 1.0}
     c_implied = args.C * len(y) / z.sum()
@@ -62,7 +74,12 @@ def main(argv=None) -> int:
         print(f"exact weighted CPA, 1-slack C = {name} = {c1:.1f}: test F1 {100 * f1:.1f} "
               f"({len(res.stats['history'])} iterations, converged {bool(res.converged)})",
               flush=True)
-    write_result(args.out_dir, "imbalance_c_check", rows, argv)
+    out = write_result(args.out_dir, "imbalance_c_check", rows, argv)
+    plot_bars(out.parent / "imbalance_c_check.png",
+              [f"KSVM\nC={r['C']:.3g}" if r["model"] == "KSVM" else
+               f"exact CPA\n{r['conversion'].split(' (')[0]}" for r in rows],
+              {"test F1": [100 * r["f1"] for r in rows]}, ylabel="test F1 (%)",
+              title=f"{args.cls}, j = {args.j:g}: the C conversion of uSVM+j")
     return 0
 
 

@@ -17,9 +17,7 @@ without the noise of the samples.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import jax
 
@@ -31,8 +29,12 @@ from _common import (
     f1_of,
     fit_cpa,
     held_out_f1,
-    one_vs_rest,
+    one_vs_rest_labels,
+    parse_args,
+    parser,
+    plot_lines,
     predict_cpa,
+    seeds_of,
     trec_data,
     write_result,
 )
@@ -40,12 +42,14 @@ from _common import (
 from jkern.data import stratified_split
 from jkern.svm import ksvm
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: an evenly spread 60 training / 20 test questions, class ENTY, one seed, samples
+# of 20, at most 30 iterations
+SMOKE = {"max_train": 60, "max_test": 20, "classes": "ENTY", "seeds": 1, "sample": 20,
+         "max_iter": 30}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap = parser(__doc__)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--classes", default="ABBR,DESC,ENTY,HUM,LOC,NUM")
     ap.add_argument("--C", type=float, default=1.0, help="SVM-light's C")
@@ -56,13 +60,19 @@ def main(argv=None) -> int:
     ap.add_argument("--qp-tol", type=float, default=1e-6)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the test questions (default all)")
+    args = parse_args(ap, argv, "imbalance_j_sweep", SMOKE)
     rows = []
-    train, test, g, g_test = trec_data(args.data_dir, args.cache_dir)
-    seeds = [args.seed + k for k in range(args.seeds)]
+    train, test, g, g_test = trec_data(args.data_dir, args.cache_dir, args.max_train,
+                                       args.max_test)
+    seeds = seeds_of(args.seed, args.seeds)
+    options = dict(sample=args.sample, epsilon=args.epsilon, confirm=args.confirm,
+                   max_iter=args.max_iter, qp_tol=args.qp_tol)
     for cls in args.classes.split(","):
-        y, y_test = one_vs_rest(train, test, cls)
+        y, y_test = one_vs_rest_labels(train, test, cls)
         fit, held = stratified_split(y, 0.2, seed=0)
         fit_trees = [train.trees[i] for i in fit]
         g_fit, g_held = g[np.ix_(fit, fit)], g[np.ix_(held, fit)]
@@ -70,9 +80,10 @@ def main(argv=None) -> int:
               flush=True)
         for j in J_GRID:
             jj = None if j == 1.0 else j  # j = 1: uniform sampling, uSVM itself
-            held_cpa = held_out_f1(fit_trees, y[fit], g_fit, g_held, y[held], args.C, jj, args)
-            runs = [f1_of(y_test, predict_cpa(fit_cpa(train.trees, y, g, args.C, jj, args, s),
-                                              g_test)) for s in seeds]
+            held_cpa = held_out_f1(fit_trees, y[fit], g_fit, g_held, y[held], args.C, jj,
+                                   seeds=seeds, **options)
+            runs = [f1_of(y_test, predict_cpa(fit_cpa(train.trees, y, g, args.C, jj, seed=s,
+                                                      **options), g_test)) for s in seeds]
             m = ksvm(g_fit, y[fit], C=args.C, class_weight={1: j, -1: 1.0}).model
             held_k = f1_of(y[held], np.asarray(m.predict(g_held)))
             m = ksvm(g, y, C=args.C, class_weight={1: j, -1: 1.0}).model
@@ -85,7 +96,16 @@ def main(argv=None) -> int:
             print(f"  j = {j:>4g}: uSVM+j held-out {100 * held_cpa:.1f}, test "
                   f"{100 * np.mean(runs):.1f} ({', '.join(f'{100 * f:.1f}' for f in runs)}) | "
                   f"KSVM held-out {100 * held_k:.1f}, test {100 * test_k:.1f}", flush=True)
-    write_result(args.out_dir, "imbalance_j_sweep", rows, argv)
+    out = write_result(args.out_dir, "imbalance_j_sweep", rows, argv)
+    plot_lines(out.parent / "imbalance_j_sweep.png",
+               {f"{cls} {label} ({part})": (J_GRID, [100 * r[key] for r in rows
+                                                      if r["class"] == cls
+                                                      and (r["model"] == "KSVM") == ksvm_row])
+                for cls in args.classes.split(",")
+                for label, ksvm_row in (("uSVM+j", False), ("KSVM", True))
+                for part, key in (("held-out", "held_out_f1"), ("test", "f1"))},
+               xlabel="j (positive-class weight)", ylabel="F1 (%)",
+               title="uSVM+j and KSVM at every j of the grid")
     return 0
 
 

@@ -20,7 +20,6 @@ uniform landmark samplings.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -32,31 +31,39 @@ import numpy as np
 from _common import (
     KERNELS,
     cached_grams,
+    parse_args,
+    parser,
+    plot_bars,
+    subset_folder,
+    trec,
     write_result,
 )
 
-from jkern.data import load_trec
 from jkern.metrics import accuracy
 from jkern.svm import ksvm_ovr
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: an evenly spread 60 training / 20 test questions, SST, 20 landmarks, one sampling
+SMOKE = {"max_train": 60, "max_test": 20, "kernels": "sst", "landmarks": 20, "samplings": 1}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap = parser(__doc__)
     ap.add_argument("--kernels", default="ptk,sst")
     ap.add_argument("--landmarks", type=int, default=1000)
     ap.add_argument("--samplings", type=int, default=2)
     ap.add_argument("--C", type=float, default=10.0)
     ap.add_argument("--rcond", type=float, default=1e-5)
     ap.add_argument("--cache-dir", default=None)
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the test questions (default all)")
+    args = parse_args(ap, argv, "nystrom_gap", SMOKE)
     rows = []
-    train, test = load_trec(args.data_dir, "train"), load_trec(args.data_dir, "test")
+    train, test = trec(args.data_dir, args.max_train, args.max_test)
     y, y_test = np.asarray(train.coarse), np.asarray(test.coarse)
-    cache = Path(args.cache_dir) if args.cache_dir else None
+    cache = subset_folder(Path(args.cache_dir) if args.cache_dir else None, args.max_train,
+                          args.max_test)
     for name in args.kernels.split(","):
         k, k_test, _ = cached_grams(KERNELS[name](), train.trees, test.trees, cache, name)
         exact = ksvm_ovr(k, y, C=args.C).model
@@ -97,8 +104,21 @@ def main(argv=None) -> int:
                   f"train K~ / test K~ {cells['K~', 'K~']:.4f}, "
                   f"train K~+diag / test K~ {cells['K~+diag', 'K~']:.4f}",
                   flush=True)
-    write_result(args.out_dir, "nystrom_gap", rows, argv)
+    out = write_result(args.out_dir, "nystrom_gap", rows, argv)
+    plot(rows, out.parent / "nystrom_gap.png")
     return 0
+
+
+def plot(rows, path: Path) -> None:
+    """Test accuracy per kernel of each train / test kernel pair (mean over the samplings)."""
+    cells = list(dict.fromkeys((r["train"], r["test"]) for r in rows))
+    kernels = list(dict.fromkeys(r["kernel"] for r in rows))
+    plot_bars(path, [f"train {tr}\ntest {te}" for tr, te in cells],
+              {k.upper(): [100 * float(np.mean([r["accuracy"] for r in rows
+                                                if r["kernel"] == k
+                                                and (r["train"], r["test"]) == cell]))
+                           for cell in cells] for k in kernels},
+              ylabel="test accuracy (%)", title="Where the Nyström gap comes from")
 
 
 if __name__ == "__main__":

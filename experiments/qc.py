@@ -17,7 +17,6 @@ set is a column subset of them, so C = K(X, L) and W = K(L, L) are read off, not
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -32,6 +31,8 @@ import numpy as np
 from _common import (
     KERNELS,
     cached_grams,
+    parse_args,
+    parser,
     print_accuracy_table,
     pyplot,
     qc_data,
@@ -43,13 +44,13 @@ from _common import (
 import jkern
 from jkern.metrics import accuracy
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: 60 training / 20 test questions, SST, 20 landmarks, two samplings
+SMOKE = {"max_train": 60, "max_test": 20, "kernels": "sst", "landmarks": "20",
+         "samplings": 2}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--kernels", default="sst,ptk")
     ap.add_argument("--landmarks", default="100,200,400,600,800,1000")
     ap.add_argument("--samplings", type=int, default=5)
@@ -58,9 +59,14 @@ def main(argv=None) -> int:
                     help="write the first sampling's embeddings per (kernel, landmarks) as "
                          "DIR/qc_<kernel>_<landmarks>.npz (X, y, X_test, y_test: the input of "
                          "bench_linear.py --features)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the test questions (default all)")
+    args = parse_args(ap, argv, "qc", SMOKE)
 
-    train, test, y_train, y_test, fit, held, cache = qc_data(args)
+    train, test, y_train, y_test, fit, held, cache = qc_data(
+        args.data_dir, args.cache_dir, max_train=args.max_train, max_test=args.max_test)
     rows = []
     for name in args.kernels.split(","):
         g_train, g_test, gram_seconds = cached_grams(KERNELS[name](), train.trees, test.trees,
@@ -102,7 +108,8 @@ def main(argv=None) -> int:
                                  jax.random.fold_in(key, 1))
                 accs.append(acc)
                 cs.append(c)
-                sample = np.random.default_rng(s).choice(len(y_train), 500, replace=False)
+                sample = np.random.default_rng(s).choice(len(y_train), min(500, len(y_train)),
+                                                         replace=False)
                 errs.append(jkern.approximation_error(
                     g_train[np.ix_(sample, sample)], x_train[sample].astype(np.float64)))
             row = {"model": "DCD", "kernel": name, "landmarks": m,

@@ -30,7 +30,6 @@ accuracy mean ± std and saving = 1 − landmarks / KSVM support vectors.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -49,35 +48,37 @@ from _common import (
     cached_grams,
     carry_over,
     padded_projection,
+    parse_args,
+    parser,
     print_accuracy_table,
     pyplot,
     qc_data,
     run_dcd,
     run_ksvm,
     shaped,
+    tree_kernel,
     write_result,
 )
 
 import jkern
 from jkern import kda
-from jkern.data import glove_6b_50d, tree_words
 from jkern.metrics import accuracy
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: 60 training / 20 test questions, SPTK, 20 landmarks, one sampling, the whole
+# grid for a few epochs
+SMOKE = {"max_train": 60, "max_test": 20, "kernels": "sptk", "landmarks": "20",
+         "samplings": 1, "epochs": 3, "patience": 2}
 
 
 def kernel_and_trees(name: str, train, test, args):
     """The kernel and the (possibly relabelled or reshaped) train/test trees it runs on."""
     train, test = shaped(train, args.shape, name), shaped(test, args.shape, name)
     if name == "ptk":
-        return jkern.Normalized(jkern.PTK(0.4, 0.4)), train, test
+        return tree_kernel("ptk"), train, test
     if name == "sptk":
-        vocab, vectors = glove_6b_50d().for_words(tree_words(train + test))
         if args.sptk_similarity == "gaussian":
-            kernel = jkern.SPTK(vocab, vectors, 0.4, 0.4, gamma=args.gamma)
-        else:
-            kernel = jkern.SPTK(vocab, vectors, 0.4, 0.4, threshold=args.threshold)
-        return jkern.Normalized(kernel), train, test
+            return tree_kernel("sptk", trees=train + test, gamma=args.gamma), train, test
+        return tree_kernel("sptk", trees=train + test, threshold=args.threshold), train, test
     raise ValueError(f"unknown kernel {name!r}")
 
 
@@ -113,9 +114,7 @@ def run_kda(c_train, c_test, h, y_train, y_test, fit, held, key, args, choice=No
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--kernels", default="ptk,sptk")
     ap.add_argument("--landmarks", default="100,200,400,600,800,1000")
     ap.add_argument("--samplings", type=int, default=5)
@@ -143,18 +142,23 @@ def main(argv=None) -> int:
                     help="carry over from an earlier qc_kda.json the rows this run does not "
                          "produce (other kernels, other landmark counts; its command and "
                          "any earlier merges are kept in the new file's `merged_from`)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the test questions (default all)")
+    args = parse_args(ap, argv, "qc_kda", SMOKE)
 
-    train, test, y_train, y_test, fit, held, cache = qc_data(args)
+    train, test, y_train, y_test, fit, held, cache = qc_data(
+        args.data_dir, args.cache_dir, max_train=args.max_train, max_test=args.max_test)
     models = args.models.split(",")
     rows = []
     for name in args.kernels.split(","):
-        kernel, tr_trees, te_trees = kernel_and_trees(name, train.trees, test.trees, args)
+        kern, tr_trees, te_trees = kernel_and_trees(name, train.trees, test.trees, args)
         tag = (name if name == "ptk" else f"{name}_g{args.gamma:g}"
                if args.sptk_similarity == "gaussian" else f"{name}_t{args.threshold:g}")
         if args.shape != "ct":
             tag = f"{tag}_{args.shape}"
-        g_train, g_test, gram_seconds = cached_grams(kernel, tr_trees, te_trees, cache, tag)
+        g_train, g_test, gram_seconds = cached_grams(kern, tr_trees, te_trees, cache, tag)
         if gram_seconds is not None:
             print(f"{name.upper()} Gram matrices: {gram_seconds:.1f} s", flush=True)
         t0 = time.perf_counter()
@@ -173,7 +177,7 @@ def main(argv=None) -> int:
             seconds = {model: 0.0 for model in models}
             for s in range(args.samplings):
                 key = jax.random.PRNGKey(1000 * m + s)  # the samplings of qc.py
-                idx, h = padded_projection(kernel, tr_trees, g_train, m, key)
+                idx, h = padded_projection(kern, tr_trees, g_train, m, key)
                 c_train = g_train[:, idx].astype(np.float32)
                 c_test = g_test[:, idx].astype(np.float32)
                 if "DCD" in runs:

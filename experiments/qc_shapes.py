@@ -19,7 +19,6 @@ preterminal). Gram matrices are shared with qc.py / qc_kda.py through --cache-di
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -33,28 +32,30 @@ import numpy as np
 from _common import (
     cached_grams,
     padded_projection,
+    parse_args,
+    parser,
+    plot_bars,
     qc_data,
     run_dcd,
     run_ksvm,
     shaped,
+    tree_kernel,
     write_result,
 )
 
 import jkern
-from jkern.data import glove_6b_50d, tree_words
 from jkern.metrics import accuracy
 
-REPO = Path(__file__).resolve().parents[1]
 GAMMA = 3.0
+# --smoke: 60 training / 20 test questions, SPTK on the parses and on LCT, 20 landmarks, one
+# sampling
+SMOKE = {"max_train": 60, "max_test": 20, "kernels": "sptk", "shapes": "ct,lct",
+         "landmarks": "20", "samplings": 1}
 
 
 def make_kernel(name: str, trees):
-    if name == "sst":
-        return jkern.Normalized(jkern.SST(0.4))
-    if name == "ptk":
-        return jkern.Normalized(jkern.PTK(0.4, 0.4))
-    vocab, vectors = glove_6b_50d().for_words(tree_words(trees))
-    return jkern.Normalized(jkern.SPTK(vocab, vectors, 0.4, 0.4, gamma=GAMMA))
+    """Normalized SST, PTK, or SPTK with GloVe vectors for the words of `trees` (γ = GAMMA)."""
+    return tree_kernel(name, trees=trees, gamma=GAMMA) if name == "sptk" else tree_kernel(name)
 
 
 def cache_tag(kernel: str, shape: str, semantic: bool = True) -> str:
@@ -67,9 +68,7 @@ def cache_tag(kernel: str, shape: str, semantic: bool = True) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--kernels", default="sst,ptk,sptk")
     ap.add_argument("--shapes", default="ct,grct,lct,loct")
     ap.add_argument("--landmarks", default="1000")
@@ -78,10 +77,15 @@ def main(argv=None) -> int:
                     help="dependency shapes from Collins' syntactic heads (default: semantic "
                          "heads, auxiliaries and copulas not heading)")
     ap.add_argument("--cache-dir", default=None, help="keep the Gram matrices here (.npy)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training questions (default all)")
+    ap.add_argument("--max-test", type=int, default=None,
+                    help="an evenly spread N of the test questions (default all)")
+    args = parse_args(ap, argv, "qc_shapes", SMOKE)
     semantic = not args.syntactic_heads
 
-    train, test, y_train, y_test, fit, held, cache = qc_data(args)
+    train, test, y_train, y_test, fit, held, cache = qc_data(
+        args.data_dir, args.cache_dir, max_train=args.max_train, max_test=args.max_test)
     rows = []
     for name in args.kernels.split(","):
         for shape in args.shapes.split(","):
@@ -134,11 +138,27 @@ def main(argv=None) -> int:
         print(f"{r['kernel']:6s}  {r['shape']:5s}  {100 * k['accuracy']:8.1f}  "
               f"{k['support_vectors']:5d}  {r['landmarks']:9d}  {100 * r['accuracy']:5.1f} ± "
               f"{100 * r['accuracy_std']:3.1f}  {100 * r['gap_to_ksvm']:4.1f}")
-    write_result(args.out_dir, "qc_shapes", rows, argv,
-                 settings={"gamma": GAMMA, "held_out": 0.2, "ksvm_C": [1, 3, 10, 30],
-                           "heads": "semantic" if semantic else "syntactic",
-                           "dcd_C": [10, 30, 100]})
+    out = write_result(args.out_dir, "qc_shapes", rows, argv,
+                       settings={"gamma": GAMMA, "held_out": 0.2, "ksvm_C": [1, 3, 10, 30],
+                                 "heads": "semantic" if semantic else "syntactic",
+                                 "dcd_C": [10, 30, 100]})
+    plot(rows, out.parent / "qc_shapes.png")
     return 0
+
+
+def plot(rows, path: Path) -> None:
+    """Test accuracy per kernel and shape: KSVM and DCD at each landmark count."""
+    groups = list(dict.fromkeys((r["kernel"], r["shape"]) for r in rows))
+    models = list(dict.fromkeys(("KSVM", None) if r["model"] == "KSVM" else ("DCD", r["landmarks"])
+                                for r in rows))
+    series = {}
+    for model, m in models:
+        label = model if m is None else f"{model} {m} landmarks"
+        series[label] = [next((100 * r["accuracy"] for r in rows
+                               if (r["kernel"], r["shape"]) == g and r["model"] == model
+                               and r["landmarks"] == m), float("nan")) for g in groups]
+    plot_bars(path, [f"{k.upper()}\n{s.upper()}" for k, s in groups], series,
+              ylabel="test accuracy (%)", title="TREC question classification by tree shape")
 
 
 if __name__ == "__main__":

@@ -12,36 +12,33 @@ Gram matrix.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import write_result
+from _common import parse_args, parser, plot_lines, tree_kernel, write_result
 
 import jkern
-from jkern.data import glove_6b_50d, load_trec, tree_words
+from jkern.data import load_trec
 from jkern.metrics import accuracy
 from jkern.svm import ksvm_ovr
 from jkern.trees import pos_leaves
 
-REPO = Path(__file__).resolve().parents[1]
+# --smoke: 60 training / 20 held-out parses, one γ, two C values
+SMOKE = {"train": 60, "held_out": 20, "gammas": "3", "cs": "10,30"}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap = parser(__doc__)
     ap.add_argument("--train", type=int, default=2000)
     ap.add_argument("--held-out", type=int, default=500)
     ap.add_argument("--gammas", default="2,3,5,10")
     ap.add_argument("--cs", default="3,10,30,100")
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv, "sptk_gamma_probe", SMOKE)
     rows = []
     train = load_trec(args.data_dir, "train")
     perm = np.random.default_rng(0).permutation(len(train.trees))
@@ -50,11 +47,9 @@ def main(argv=None) -> int:
     y = np.asarray(train.coarse)
     y_fit, y_held = y[fit], y[held]
     n = len(fit)
-    vocab, vectors = glove_6b_50d().for_words(tree_words(trees))
-    kernels = {"ptk": jkern.Normalized(jkern.PTK(0.4, 0.4))}
+    kernels = {"ptk": tree_kernel("ptk")}
     for g in args.gammas.split(","):
-        kernels[f"sptk gamma={g}"] = jkern.Normalized(
-            jkern.SPTK(vocab, vectors, 0.4, 0.4, gamma=float(g)))
+        kernels[f"sptk gamma={g}"] = tree_kernel("sptk", trees=trees, gamma=float(g))
     for name, kernel in kernels.items():
         t0 = time.perf_counter()
         gram = np.asarray(jkern.gram(kernel, trees, dtype="float64"))
@@ -68,7 +63,13 @@ def main(argv=None) -> int:
                  for c, acc in zip(args.cs.split(","), accs)]
         print(f"{name}: held-out accuracy per C {dict(zip(args.cs.split(','), accs))}, best "
               f"{max(accs):.3f}; min eigenvalue {min_eig:.2e} ({seconds:.0f} s)", flush=True)
-    write_result(args.out_dir, "sptk_gamma_probe", rows, argv)
+    out = write_result(args.out_dir, "sptk_gamma_probe", rows, argv)
+    plot_lines(out.parent / "sptk_gamma_probe.png",
+               {name: ([r["C"] for r in rows if r["kernel"] == name],
+                       [100 * r["held_out_accuracy"] for r in rows if r["kernel"] == name])
+                for name in kernels},
+               xlabel="C", ylabel="held-out accuracy (%)", xscale="log",
+               title=f"PTK vs SPTK's Gaussian γ ({len(fit)} / {len(held)} training parses)")
     return 0
 
 
