@@ -15,19 +15,17 @@ mu lam^2 and is not evaluated) vs the matched node pairs a pairwise loop visits.
 
 from __future__ import annotations
 
-import argparse
 import resource
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import write_result
+from _common import parse_args, parser, pyplot, tree_kernel, write_result
 
 import jkern
 from jkern.data import load_trec
@@ -35,6 +33,8 @@ from jkern.trees._forest import Forest
 
 ANCHORS = {"sst": 18.1, "ptk": 60.0}  # SVM-Light-TK seconds (see module docstring)
 TARGETS = {"sst": 9.0, "ptk": 30.0}
+# --smoke: the first 100 trees, one timed run per kernel
+SMOKE = {"n": 100, "repeats": 1}
 
 
 def pairwise_matched_pairs(forest: Forest, key: np.ndarray, n: int) -> int:
@@ -60,21 +60,18 @@ def peak_rss_mb() -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    repo = Path(__file__).resolve().parents[1]
-    ap.add_argument("--data-dir", default=str(repo.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(repo / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--kernels", default="sst,ptk")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--n", type=int, default=None, help="use the first N trees only")
     ap.add_argument("--block-size", type=int, default=256)
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv, "bench_gram", SMOKE)
 
     trees = load_trec(args.data_dir, "train").trees[: args.n]
     n = len(trees)
     rows = []
     for name in args.kernels.split(","):
-        kernel = {"sst": jkern.SST(lam=0.4), "ptk": jkern.PTK(lam=0.4, mu=0.4)}[name]
+        kernel = tree_kernel(name, normalize=False)  # SST λ = 0.4, PTK λ = μ = 0.4
         times, stats = [], {}
         t0 = time.perf_counter()
         g = jkern.gram(kernel, trees, dtype="float64", stats=stats, block_size=args.block_size)
@@ -124,13 +121,8 @@ def main(argv=None) -> int:
         )
 
     out_dir = write_result(args.out_dir, "bench_gram", rows, argv).parent
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install -e '.[plot]'): no PNG written")
+    plt = pyplot()
+    if plt is None:
         return 0
     fig, ax = plt.subplots(figsize=(5, 3))
     names = [r["kernel"].upper() for r in rows]

@@ -25,12 +25,10 @@ Parameters of every member are compared across the three.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import jax
 
@@ -39,20 +37,18 @@ jax.config.update("jax_enable_x64", True)  # the Gram in float64; the networks t
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from _common import write_result
+from _common import DROPOUTS, L2S, parse_args, parser, plot_bars, trec, tree_kernel, write_result
 
 import jkern
 from jkern import kda
-from jkern.data import load_trec
 
-REPO = Path(__file__).resolve().parents[1]
-DROPOUTS = (0.0, 0.2, 0.4, 0.6)
-L2S = (0.0, 1e-4)
+# --smoke: an evenly spread 100 training parses, 20 landmarks, 2 epochs, one timed run each
+SMOKE = {"max_train": 100, "landmarks": "20", "epochs": "2", "repeats": 1}
 
 
 def columns(trees, m: int, key):
     """Kernel columns K(train, landmarks) and the projector's H, float32."""
-    kernel = jkern.Normalized(jkern.PTK(0.4, 0.4))
+    kernel = tree_kernel("ptk")
     projector = jkern.fit_nystrom(kernel, trees, landmarks=m, key=key, dtype="float64")
     c = jkern.gram(kernel, trees, list(projector.landmarks), dtype="float64", block_size=256)
     return np.asarray(c, np.float32), np.asarray(projector.projection, np.float32)
@@ -136,15 +132,15 @@ def bench(train, y, classes, dropout, l2, m: int, epochs: int, repeats: int) -> 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--landmarks", default="100,1000")
     ap.add_argument("--epochs", default="20,3", help="epochs per landmark count")
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-train", type=int, default=None,
+                    help="an evenly spread N of the training parses (default all)")
+    args = parse_args(ap, argv, "bench_kda", SMOKE)
 
-    train = load_trec(args.data_dir, "train")
+    train, _ = trec(args.data_dir, args.max_train)
     y = np.asarray(train.coarse)
     classes = tuple(sorted(set(y.tolist())))
     dropout = jnp.asarray([d for d in DROPOUTS for _ in L2S], jnp.float32)
@@ -153,9 +149,16 @@ def main(argv=None) -> int:
     for m, epochs in zip([int(s) for s in args.landmarks.split(",")],
                          [int(s) for s in args.epochs.split(",")]):
         rows.append(bench(train, y, classes, dropout, l2, m, epochs, args.repeats))
-    write_result(args.out_dir, "bench_kda", rows, argv,
-                 settings={"dropouts": DROPOUTS, "l2": L2S, "batch_size": 256,
-                           "optimizer": "adam(1e-3)", "hidden": "2 x landmarks"})
+    out = write_result(args.out_dir, "bench_kda", rows, argv,
+                       settings={"dropouts": DROPOUTS, "l2": L2S, "batch_size": 256,
+                                 "optimizer": "adam(1e-3)", "hidden": "2 x landmarks"})
+    plot_bars(out.parent / "bench_kda.png",
+              [f"{r['landmarks']} landmarks\n{r['epochs']} epochs" for r in rows],
+              {"grid (fit_grid, one program)": [r["grid_seconds"] for r in rows],
+               "script (a Python loop per configuration)": [r["script_seconds"] for r in rows],
+               "fits (one kda.fit per configuration)": [r["fits_seconds"] for r in rows]},
+              ylabel="seconds (median)", yscale="log",
+              title=f"KDA grid of {rows[0]['configurations']} configurations")
     return 0
 
 

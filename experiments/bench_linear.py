@@ -22,7 +22,6 @@ difference, and training / held-out accuracies are printed and written with the 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -35,7 +34,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp
 import numpy as np
-from _common import write_result
+from _common import parse_args, parser, pyplot, write_result
 
 from jkern.svm import LinearSVM, dcd, dcd_ovr, primal_objective
 
@@ -45,6 +44,8 @@ TOL = 1e-4
 MAX_ITER = 1000
 BIAS = 1.0
 TARGETS = {"single": 1.0, "grid8": 0.3}  # jkern seconds / LinearSVC seconds
+# --smoke: problem A at 1,000 x 50, one timed run of each side
+SMOKE = {"n": 1000, "d": 50, "repeats": 1}
 
 
 def synthetic(n: int, d: int, n_test: int = 5000, seed: int = 0):
@@ -268,11 +269,8 @@ def print_table(rows):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    root = Path(__file__).resolve().parents[1]
-    ap.add_argument("--data-dir", default=str(root.parent / "shared" / "data"),
-                    help="shared data folder (unused by problem A; kept for the common CLI)")
-    ap.add_argument("--out-dir", default=str(root / "docs" / "results"))
+    ap = parser(__doc__, data_help="shared data folder (unused by problem A; kept for the "
+                                   "common CLI)")
     ap.add_argument("--repeats", type=int, default=3, help="warm runs per single fit")
     ap.add_argument("--grid-repeats", type=int, default=None,
                     help="runs of each C grid (default: --repeats)")
@@ -280,7 +278,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--d", type=int, default=1_000)
     ap.add_argument("--dtypes", default="float64,float32")
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv, "bench_linear", SMOKE)
     if args.grid_repeats is None:
         args.grid_repeats = args.repeats
     from sklearn import __version__ as sklearn_version
@@ -302,13 +300,8 @@ def main(argv=None) -> int:
                   "max_iter": MAX_ITER, "bias": BIAS, "loss": "squared_hinge"},
     ).parent
     print(f"wrote {out_dir / 'bench_linear.json'}")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install -e '.[plot]'): no PNG written")
+    plt = pyplot()
+    if plt is None:
         return 0
     groups = sorted({(r["dataset"], r["task"]) for r in rows}, key=lambda g: (g[0], g[1]))
     series = [("LinearSVC", "float64")] + [("DCD", dt) for dt in args.dtypes.split(",")]

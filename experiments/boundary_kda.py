@@ -16,11 +16,9 @@ for 100…1,000 landmarks, --samplings uniform landmark samplings each (mean ± 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import jax
 
@@ -28,18 +26,29 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp
 import numpy as np
-from _common import DROPOUTS, L2S, padded_projection, write_result
+from _common import (
+    DROPOUTS,
+    L2S,
+    boundary_examples,
+    padded_projection,
+    parse_args,
+    parser,
+    plot_lines,
+    tree_kernel,
+    write_result,
+)
 
 import jkern
 from jkern import kda
 from jkern.data import stratified_split
 from jkern.metrics import binary_prf
 from jkern.svm import dcd, ksvm
-from jkern.trees import read_examples
 
-REPO = Path(__file__).resolve().parents[1]
 KSVM_C = (1.0, 3.0, 10.0, 30.0)
 DCD_C = (1.0, 10.0, 100.0)
+# --smoke: an evenly spread 300 of the examples, 20 landmarks, one sampling, the grid for a
+# few epochs
+SMOKE = {"max_examples": 300, "landmarks": "20", "samplings": 1, "epochs": 3, "patience": 2}
 
 
 def prf(y_true, y_pred) -> dict:
@@ -48,22 +57,20 @@ def prf(y_true, y_pred) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--landmarks", default="100,200,400,600,800,1000")
     ap.add_argument("--samplings", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=500)
     ap.add_argument("--patience", type=int, default=20)
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-examples", type=int, default=None,
+                    help="an evenly spread N of the examples (default all 5,000)")
+    args = parse_args(ap, argv, "boundary_kda", SMOKE)
 
-    examples = read_examples(Path(args.data_dir) / "srl" / "boundary_5000.dat")
-    trees = [e.trees[0] for e in examples]
-    y_all = np.array([1 if e.label > 0 else -1 for e in examples])
+    trees, y_all = boundary_examples(args.data_dir, args.max_examples)
     train_idx, test_idx = stratified_split(y_all, 0.2, seed=0)
     y, y_test = y_all[train_idx], y_all[test_idx]
     fit, dev = stratified_split(y, 0.2, seed=0)
-    kernel = jkern.Normalized(jkern.PTK(0.4, 0.4))
+    kernel = tree_kernel("ptk")
     t0 = time.perf_counter()
     train = [trees[i] for i in train_idx]
     g_train = np.asarray(jkern.gram(kernel, train, dtype="float64", block_size=256))
@@ -129,9 +136,17 @@ def main(argv=None) -> int:
             print(f"{name} {m:5d} landmarks: F1 {row['f1']:.4f} ± {row['f1_std']:.4f} "
                   f"(P {row['precision']:.3f}, R {row['recall']:.3f}), saving "
                   f"{row['saving']:.1%}", flush=True)
-    write_result(args.out_dir, "boundary_kda", rows, argv,
-                 settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
-                           "patience": args.patience, "split": "stratified 80/20, seed 0"})
+    out = write_result(args.out_dir, "boundary_kda", rows, argv,
+                       settings={"dropouts": DROPOUTS, "l2": L2S, "epochs": args.epochs,
+                                 "patience": args.patience,
+                                 "split": "stratified 80/20, seed 0"})
+    plot_lines(out.parent / "boundary_kda.png",
+               {model: ([r["landmarks"] for r in rows if r["model"] == model],
+                        [100 * r["f1"] for r in rows if r["model"] == model])
+                for model in ("DCD", "KDA")},
+               xlabel="landmarks", ylabel="test F1 of the boundary class (%)",
+               title="Argument-boundary detection, normalized PTK",
+               hlines={f"KSVM ({n_sv} support vectors)": 100 * rows[0]["f1"]})
     return 0
 
 

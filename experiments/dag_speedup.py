@@ -28,7 +28,6 @@ iterations; sample sizes at or above n use every example (the exact CPA).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -37,34 +36,45 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import carry_over, pyplot, write_result
+from _common import (
+    KERNELS,
+    boundary_examples,
+    carry_over,
+    parse_args,
+    parser,
+    pyplot,
+    spread,
+    write_result,
+)
 
-import jkern
 from jkern.data import load_stdlib_functions
 from jkern.svm import cpa, delta_counts
-from jkern.trees import Forest, read_examples, without_leaves
+from jkern.trees import Forest, without_leaves
 
-REPO = Path(__file__).resolve().parents[1]
-KERNELS = {"sst": lambda: jkern.Normalized(jkern.SST(0.4)),
-           "ptk": lambda: jkern.Normalized(jkern.PTK(0.4, 0.4))}
 MODELS = {"usvm": "uSVM", "sdag": "SDAG", "sdag+": "SDAG+", "forest": "forest"}
 # Standard-library packages of every CPython >= 3.11 build (no tkinter/idlelib/lib2to3).
 AST_PACKAGES = ("asyncio", "email", "http", "logging", "unittest", "xml", "multiprocessing",
                 "importlib", "urllib", "concurrent", "xmlrpc", "wsgiref", "ctypes", "json",
                 "html", "zoneinfo", "tomllib", "curses", "dbm", "sqlite3", "venv",
                 "ensurepip")
+# --smoke: an evenly spread 200 trees of srl and of python-ast, SST, samples of 50, at most 20
+# iterations (every mode runs)
+SMOKE = {"max_examples": 200, "datasets": "srl,python-ast", "kernels": "sst", "samples": "50",
+         "ast_samples": "50", "max_iter": 20}
 
 
-def load(name: str, data_dir: Path):
+def load(name: str, data_dir: Path, max_examples: int | None = None):
+    """A corpus's trees and ±1 labels (an evenly spread `max_examples` of them when given)."""
     if name in ("srl", "srl-unlex"):
-        examples = read_examples(data_dir / "srl" / "boundary_5000.dat")
-        trees = [e.trees[0] for e in examples]
+        trees, y = boundary_examples(data_dir, max_examples)
         if name == "srl-unlex":
             trees = [without_leaves(t) for t in trees]
-        return trees, np.array([1 if e.label > 0 else -1 for e in examples])
+        return trees, y
     if name == "python-ast":
         data = load_stdlib_functions(AST_PACKAGES, max_per_package=None, identifiers=False)
-        return data.trees, np.where(np.asarray(data.labels) == "asyncio", 1, -1)
+        idx = spread(len(data.trees), max_examples)
+        return ([data.trees[i] for i in idx.tolist()],
+                np.where(np.asarray(data.labels)[idx] == "asyncio", 1, -1))
     raise ValueError(f"unknown dataset {name!r}")
 
 
@@ -75,9 +85,7 @@ def run_mode(kernel, trees, y, mode, args, r):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--out-dir", default=str(REPO / "docs" / "results"))
+    ap = parser(__doc__)
     ap.add_argument("--datasets", default="srl,srl-unlex,python-ast")
     ap.add_argument("--kernels", default="sst,ptk")
     ap.add_argument("--samples", default="250,500,1000",
@@ -102,12 +110,14 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", default=None, metavar="JSON",
                     help="carry over from an earlier dag_speedup.json the rows (and corpora) "
                          "this run does not produce; its command is kept in `merged_from`")
-    args = ap.parse_args(argv)
+    ap.add_argument("--max-examples", type=int, default=None,
+                    help="an evenly spread N of each corpus's trees (default all)")
+    args = parse_args(ap, argv, "dag_speedup", SMOKE)
     data_dir = Path(args.data_dir)
 
     rows, corpora = [], []
     for dataset in args.datasets.split(","):
-        trees, y = load(dataset, data_dir)
+        trees, y = load(dataset, data_dir, args.max_examples)
         forest = Forest.build(trees)
         corpus = {"dataset": dataset, "trees": len(trees), "positive": int((y > 0).sum()),
                   "nodes": forest.total_nodes(), "forest_nodes": forest.n_nodes,
@@ -143,7 +153,7 @@ def main(argv=None) -> int:
                         own = delta_counts(kernel, trees, res, block_size=256)[mode]
                         assert delta == own, (mode, delta, own)
                     if ran:
-                        seconds = round(res.seconds, 3)
+                        seconds = round(res.stats["seconds"], 3)
                         planes, ref_planes = res.stats["planes"], ref.stats["planes"]
                         same_planes = (len(planes) == len(ref_planes) and all(
                             np.array_equal(a, b) for a, b in zip(planes, ref_planes)))
