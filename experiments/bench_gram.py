@@ -1,140 +1,363 @@
-"""Benchmark: the full Gram matrix of the 5,401 TREC training trees, SST and PTK, float64.
+"""Benchmark suite: tree-kernel Gram matrices, jkern beside SVM-Light-TK, whole processes.
 
-Competitor: SVM-Light-TK 1.5, single-threaded, on this kind of 2-core machine (recorded
-anchor figures, measured 2026-11-22: 18.1 s SST lam=0.4, 60.0 s PTK lam=mu=0.4 for the same
-14.58 M pairs). It is not installed here, so the anchors are printed beside jkern's times and
-the ratio is anchor / jkern median.
+Every run is a fresh process (this script with `--worker`), measured from outside: wall
+seconds, CPU seconds (user + sys) and peak RSS of the whole process (Python, JAX and the data
+loading included, as a user meets them), plus what the worker reports: the seconds of the
+Gram computation itself, the XLA programs it built (compiled, or loaded from the persistent
+cache), the Delta entries computed and the Gram sum. Warm runs share a compilation cache
+filled by one unmeasured run first; cold runs each start from an empty one.
 
-Prints, per kernel: median of `--repeats` warm runs (the first, compiling run is reported
-separately), peak resident memory, and the work counts: nodes vs forest nodes, Delta values
-computed (and, for PTK, the distinct same-label pairs whose Delta is known to be the constant
-mu lam^2 and is not evaluated) vs the matched node pairs a pairwise loop visits.
+Workloads (`--workloads`, comma-separated; default all but the long exact-PTK/SPTK ones):
+    trec-sst, trec-ptk5, trec-ptk, trec-sptk   TREC 5,401 training parses, full Gram
+    boundary-sst, boundary-ptk5                SRL boundary_5000 (lexicalized)
+    boundary-unlex-sst, boundary-unlex-ptk5    the same without the words
+    ast-sst, ast-ptk5                          the stdlib ASTs of the main example, 720^2
+    ast-sst-cross, ast-ptk5-cross              its 180 x 720 cross block
+    ud-ptk5                                    UD EWT dev+test as GRCT trees (4,078)
+    nystrom-ptk5                               K(X, L): 5,401 TREC trees x 1,000 landmarks
+    small-10, small-100, small-1000            the first N TREC trees, PTK (max_subseq 5),
+                                               each with a warm and a cold cache
+SST lam = 0.4; PTK lam = mu = 0.4 (ptk5: max_subseq 5, SVM-Light-TK's as distributed);
+float64 throughout.
 
-    python experiments/bench_gram.py --data-dir ../shared/data
+Competitor: `--svmlight-tk DIR`, a folder with `tk_gram` (and `tk_gram_exact`, PTK without
+the length-5 cap), a small harness built against SVM-Light-TK 1.5's public source (never
+committed; see docs/performance.md). It runs on the same trees, alternating with jkern, one
+thread. Its Gram sum is compared with jkern's. Without it, the figures recorded in issue 19
+are printed beside (`recorded_tk_cpu_s`).
+
+    python experiments/bench_gram.py --data-dir ../shared/data --svmlight-tk /work/tk/harness
 """
 
 from __future__ import annotations
 
-import resource
+import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-import jax
+from _common import parse_args, parser, pyplot, write_result
 
-jax.config.update("jax_enable_x64", True)
-
-import numpy as np
-from _common import parse_args, parser, pyplot, tree_kernel, write_result
-
-import jkern
-from jkern.data import load_trec
-from jkern.trees._forest import Forest
-
-ANCHORS = {"sst": 18.1, "ptk": 60.0}  # SVM-Light-TK seconds (see module docstring)
-TARGETS = {"sst": 9.0, "ptk": 30.0}
-# --smoke: the first 100 trees, one timed run per kernel
-SMOKE = {"n": 100, "repeats": 1}
-
-
-def pairwise_matched_pairs(forest: Forest, key: np.ndarray, n: int) -> int:
-    """Matched node pairs over all tree pairs i <= j (what a per-pair loop finds)."""
-    keep = key[forest.count_node] >= 0
-    k = key[forest.count_node][keep].astype(np.int64)
-    t = forest.count_tree[keep].astype(np.int64)
-    c = forest.count[keep].astype(np.int64)
-    hist: dict[tuple[int, int], int] = {}
-    for ti, ki, ci in zip(t.tolist(), k.tolist(), c.tolist()):
-        hist[(ti, ki)] = hist.get((ti, ki), 0) + ci
-    per_key_total: dict[int, int] = {}
-    per_key_sq: dict[int, int] = {}
-    for (_, ki), ci in hist.items():
-        per_key_total[ki] = per_key_total.get(ki, 0) + ci
-        per_key_sq[ki] = per_key_sq.get(ki, 0) + ci * ci
-    total = sum(v * v for v in per_key_total.values())
-    return (total + sum(per_key_sq.values())) // 2
+# name: (source, kernel, block). block: "square", "cross" (first rows against the rest).
+WORKLOADS = {
+    "trec-sst": ("trec", "sst", "square"),
+    "trec-ptk5": ("trec", "ptk5", "square"),
+    "trec-ptk": ("trec", "ptk", "square"),
+    "trec-sptk": ("trec", "sptk", "square"),
+    "boundary-sst": ("boundary", "sst", "square"),
+    "boundary-ptk5": ("boundary", "ptk5", "square"),
+    "boundary-unlex-sst": ("boundary-unlex", "sst", "square"),
+    "boundary-unlex-ptk5": ("boundary-unlex", "ptk5", "square"),
+    "ast-sst": ("ast-train", "sst", "square"),
+    "ast-ptk5": ("ast-train", "ptk5", "square"),
+    "ast-sst-cross": ("ast", "sst", "cross"),
+    "ast-ptk5-cross": ("ast", "ptk5", "cross"),
+    "ud-ptk5": ("ud", "ptk5", "square"),
+    "nystrom-ptk5": ("nystrom", "ptk5", "cross"),
+    "small-10": ("trec-10", "ptk5", "square"),
+    "small-100": ("trec-100", "ptk5", "square"),
+    "small-1000": ("trec-1000", "ptk5", "square"),
+}
+SLOW = ("trec-ptk", "trec-sptk")
+# Issue 19's recorded SVM-Light-TK CPU seconds (whole process, this 2-core machine kind under
+# load, 2026-11-23), printed when no local build is given.
+RECORDED_TK_CPU_S = {"trec-sst": 30.6, "trec-ptk5": 90.6, "trec-ptk": 76.8,
+                     "boundary-sst": 15.9, "ast-sst": 0.67, "ast-ptk5": 5.5,
+                     "ast-sst-cross": 0.45, "ast-ptk5-cross": 3.2, "small-100": 0.017}
+SMOKE = {"workloads": "small-10,small-100", "repeats": 1, "threads": "2"}
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+# --------------------------------------------------------------------------- the worker
+def load_trees(source: str, data_dir: str):
+    """(trees, n_rows): the trees of a workload; a cross block is trees[:n_rows] against
+    trees[n_rows:], a square one uses n_rows = len(trees)."""
+    import numpy as np
+
+    from jkern.data import load_stdlib_functions, load_trec, stratified_split
+    from jkern.trees import grct, read_conllu, read_trees, without_leaves
+
+    if source.startswith("trec"):
+        trees = load_trec(data_dir, "train").trees
+        n = int(source.split("-")[1]) if "-" in source else len(trees)
+        return trees[:n], n
+    if source.startswith("boundary"):
+        trees = read_trees(Path(data_dir) / "srl" / "boundary_5000.dat")
+        if source == "boundary-unlex":
+            trees = [without_leaves(t) for t in trees]
+        return trees, len(trees)
+    if source.startswith("ast"):  # the main example's split (seed 0)
+        data = load_stdlib_functions()
+        train, test = stratified_split(data.labels, 0.2, seed=0)
+        tr = [data.trees[i] for i in train]
+        if source == "ast-train":
+            return tr, len(tr)
+        return [data.trees[i] for i in test] + tr, len(test)
+    if source == "ud":
+        ud = Path(data_dir) / "ud-english-ewt"
+        sentences = [s for part in ("dev", "test")
+                     for s in read_conllu(ud / f"en_ewt-ud-{part}.conllu")]
+        trees = [grct(s) for s in sentences]
+        return trees, len(trees)
+    if source == "nystrom":  # all training trees against 1,000 spread landmarks
+        trees = load_trec(data_dir, "train").trees
+        pick = np.random.default_rng(0).permutation(len(trees))[:1000]
+        return trees + [trees[i] for i in pick], len(trees)
+    raise ValueError(source)
+
+
+def make_kernel(name: str, trees):
+    import jkern
+
+    if name == "sst":
+        return jkern.SST(0.4)
+    if name == "ptk5":
+        return jkern.PTK(0.4, 0.4, max_subseq=5)
+    if name == "ptk":
+        return jkern.PTK(0.4, 0.4)
+    if name == "sptk":
+        from jkern.data import glove_6b_50d, tree_words
+
+        vectors = glove_6b_50d().subset(tree_words(trees))
+        return jkern.SPTK(vectors.words, vectors.vectors, 0.4, 0.4, gamma=3.0)
+    raise ValueError(name)
+
+
+def worker(name: str, data_dir: str, threads: int) -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import numpy as np
+
+    import jkern
+
+    source, kernel_name, block = WORKLOADS[name]
+    trees, n_rows = load_trees(source, data_dir)
+    kernel = make_kernel(kernel_name, trees)
+    stats: dict = {}
+    t0 = time.perf_counter()
+    if block == "square":
+        g = jkern.gram(kernel, trees, dtype="float64", threads=threads, stats=stats)
+    else:
+        g = jkern.gram(kernel, trees[:n_rows], trees[n_rows:], dtype="float64",
+                       threads=threads, stats=stats)
+    g = np.asarray(g)
+    seconds = time.perf_counter() - t0
+    out = {"gram_seconds": seconds, "gram_sum": float(g.sum()), "shape": list(g.shape),
+           "programs": stats["programs"], "delta_entries": stats["delta_entries"],
+           "constant_entries": stats["constant_entries"], "node_pairs": stats["node_pairs"],
+           "trees": stats["trees"], "forest_nodes": stats["forest_nodes"],
+           "total_nodes": stats["total_nodes"], **jkern.program_stats()}
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+# --------------------------------------------------------------------------- the parent
+def measured(cmd: list[str], env: dict, one_core: bool) -> tuple[dict, str]:
+    """Runs `cmd`; (wall_s, cpu_s, peak_rss_mb) of that process alone, and its stdout."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.PIPE, text=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+            if one_core else None)
+        _, err = proc.communicate()
+        _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        text = out.read()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
+    assert usage is None or status == 0
+    return {"wall_s": wall}, text
+
+
+def run_measured(cmd: list[str], env: dict, one_core: bool) -> tuple[dict, str]:
+    """`cmd` in a fresh process: wall, CPU (user + sys) and peak RSS from wait4."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        core = min(os.sched_getaffinity(0))
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=err,
+            preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if one_core else None)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    if status != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed (status {status}):\n{errors[-3000:]}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mb": usage.ru_maxrss / 1024}, text
+
+
+def write_tk_file(trees, path: Path) -> None:
+    with open(path, "w") as f:
+        for t in trees:
+            f.write(f"1 |BT| {t.to_penn()} |ET|\n")
+
+
+def tk_command(tk_dir: Path, kernel: str, data: Path, n_rows: int, n: int) -> list[str]:
+    binary = tk_dir / ("tk_gram_exact" if kernel == "ptk" else "tk_gram")
+    name = {"sst": "sst", "ptk5": "ptk", "ptk": "ptk"}[kernel]
+    cmd = [str(binary), "--kernel", name, "--lambda", "0.4", "--mu", "0.4"]
+    if n_rows != n:
+        cmd += ["--rows", str(n_rows)]
+    return cmd + [str(data)]
+
+
+def median_of(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
 
 
 def main(argv=None) -> int:
     ap = parser(__doc__)
-    ap.add_argument("--kernels", default="sst,ptk")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--n", type=int, default=None, help="use the first N trees only")
-    ap.add_argument("--block-size", type=int, default=256)
+    ap.add_argument("--workloads", default=",".join(w for w in WORKLOADS if w not in SLOW),
+                    help=f"comma-separated, from: {', '.join(WORKLOADS)}")
+    ap.add_argument("--threads", default="1,2", help="jkern thread counts to run (1: pinned "
+                                                     "to one core)")
+    ap.add_argument("--repeats", type=int, default=3, help="measured runs per setting")
+    ap.add_argument("--svmlight-tk", default=None,
+                    help="folder with the tk_gram / tk_gram_exact harness binaries")
+    ap.add_argument("--worker", default=None, help=argparse_hidden())
+    ap.add_argument("--worker-threads", type=int, default=2, help=argparse_hidden())
     args = parse_args(ap, argv, "bench_gram", SMOKE)
+    if args.worker:
+        worker(args.worker, args.data_dir, args.worker_threads)
+        return 0
 
-    trees = load_trec(args.data_dir, "train").trees[: args.n]
-    n = len(trees)
+    names = [w for w in args.workloads.split(",") if w]
+    unknown = [w for w in names if w not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
+    threads = [int(t) for t in args.threads.split(",")]
+    tk_dir = Path(args.svmlight_tk) if args.svmlight_tk else None
+    scratch = Path(tempfile.mkdtemp(prefix="jkern-bench-"))
+    warm_cache = scratch / "xla-warm"
     rows = []
-    for name in args.kernels.split(","):
-        kernel = tree_kernel(name, normalize=False)  # SST λ = 0.4, PTK λ = μ = 0.4
-        times, stats = [], {}
-        t0 = time.perf_counter()
-        g = jkern.gram(kernel, trees, dtype="float64", stats=stats, block_size=args.block_size)
-        g.block_until_ready()
-        first = time.perf_counter() - t0
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            g = jkern.gram(kernel, trees, dtype="float64", block_size=args.block_size)
-            g.block_until_ready()
-            times.append(time.perf_counter() - t0)
-        forest = Forest.build(trees)
-        plan = kernel.match_plan(forest)
-        loop_pairs = pairwise_matched_pairs(forest, plan.key, n)
-        med = statistics.median(times)
-        row = {
-            "model": "gram",
-            "kernel": name,
-            "dataset": "trec-train",
-            "trees": n,
-            "tree_pairs": n * (n + 1) // 2,
-            "seconds": round(med, 3),
-            "seconds_runs": [round(t, 3) for t in times],
-            "seconds_first_run_with_compile": round(first, 3),
-            "anchor_svmlight_tk_seconds": ANCHORS[name] if n == 5401 else None,
-            "ratio": round(ANCHORS[name] / med, 3) if n == 5401 else None,
-            "target_seconds": TARGETS[name],
-            "peak_rss_mb": round(peak_rss_mb(), 1),
-            "total_nodes": stats["total_nodes"],
-            "forest_nodes": stats["forest_nodes"],
-            "delta_evals": stats["delta_entries"],
-            # PTK: distinct internal same-label pairs with no child key in common, whose
-            # Delta is the constant mu lam^2: contracted per label, never evaluated
-            "constant_pairs_not_evaluated": stats.get("constant_entries", 0),
-            "matched_node_pairs_pairwise_loop": loop_pairs,
-            "node_pairs_accumulated": stats["node_pairs"],
-            "gram_checksum": float(np.asarray(g).sum()),
-        }
-        rows.append(row)
-        print(
-            f"{name}: n={n} median {med:.2f}s runs {row['seconds_runs']} (first {first:.1f}s "
-            f"incl. compile) | SVM-Light-TK anchor {row['anchor_svmlight_tk_seconds']}s "
-            f"ratio {row['ratio']} | peak RSS {row['peak_rss_mb']:.0f} MB | nodes "
-            f"{row['total_nodes']} -> forest {row['forest_nodes']} | Delta evals "
-            f"{row['delta_evals']:,} (+{row['constant_pairs_not_evaluated']:,} constant pairs "
-            f"not evaluated) vs matched node pairs (pairwise loop, i<=j) {loop_pairs:,}",
-            flush=True,
-        )
+    try:
+        for name in names:
+            source, kernel, _ = WORKLOADS[name]
+            variants = ["warm", "cold"] if name.startswith("small-") else ["warm"]
+            tk_data = None
+            if tk_dir is not None:
+                sys.path.insert(0, str(Path(__file__).resolve().parent))
+                trees, n_rows = load_trees(source, args.data_dir)
+                tk_data = scratch / f"{name}.dat"
+                write_tk_file(trees, tk_data)
+                tk_cmd = tk_command(tk_dir, kernel, tk_data, n_rows, len(trees))
+            for t in threads:
+                for variant in variants:
+                    rows.append(measure(name, t, variant, args, warm_cache, scratch,
+                                        tk_cmd if tk_data is not None else None))
+                    print_row(rows[-1])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    out = write_result(args.out_dir, "bench_gram", rows, argv)
+    write_table(rows, out.with_suffix(".md"))
+    plot(rows, out.with_suffix(".png"))
+    return 0
 
-    out_dir = write_result(args.out_dir, "bench_gram", rows, argv).parent
+
+def argparse_hidden():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name,
+           "--worker-threads", str(threads), "--data-dir", args.data_dir,
+           "--out-dir", str(scratch)]
+    env = dict(os.environ)
+    env.pop("JKERN_NO_CACHE", None)
+    env["JKERN_CACHE_DIR"] = str(warm_cache)
+    if variant == "warm":
+        run_measured(cmd, env, threads == 1)  # fills the cache; not measured
+    runs, tk_runs, result = [], [], {}
+    for r in range(args.repeats):
+        if variant == "cold":
+            env["JKERN_CACHE_DIR"] = str(scratch / f"xla-cold-{name}-{threads}-{r}")
+        usage, text = run_measured(cmd, env, threads == 1)
+        result = json.loads(next(x for x in text.splitlines() if x.startswith("RESULT "))[7:])
+        runs.append({**usage, "gram_s": result["gram_seconds"]})
+        if tk_cmd is not None and threads == 1 and variant == "warm":
+            usage, text = run_measured(tk_cmd, dict(os.environ), True)
+            tk_runs.append({**usage, **json.loads(text.strip().splitlines()[-1])})
+    row = {
+        "workload": name, "threads": threads, "cache": variant, "repeats": args.repeats,
+        "wall_s": median_of(runs, "wall_s"), "cpu_s": median_of(runs, "cpu_s"),
+        "gram_s": median_of(runs, "gram_s"), "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "programs": result["programs"], "delta_entries": result["delta_entries"],
+        "constant_entries": result["constant_entries"], "node_pairs": result["node_pairs"],
+        "trees": result["trees"], "forest_nodes": result["forest_nodes"],
+        "shape": result["shape"], "gram_sum": result["gram_sum"],
+        "runs": runs,
+    }
+    if tk_runs:
+        tk_cpu = median_of(tk_runs, "cpu_s")
+        row.update(tk_cpu_s=tk_cpu, tk_wall_s=median_of(tk_runs, "wall_s"),
+                   tk_peak_rss_mb=max(r["peak_rss_mb"] for r in tk_runs),
+                   tk_gram_sum=tk_runs[-1]["sum"],
+                   sum_rel_diff=abs(tk_runs[-1]["sum"] - row["gram_sum"])
+                   / max(abs(row["gram_sum"]), 1e-300),
+                   cpu_ratio=row["cpu_s"] / tk_cpu if tk_cpu > 0 else None)
+    elif name in RECORDED_TK_CPU_S:
+        row.update(recorded_tk_cpu_s=RECORDED_TK_CPU_S[name],
+                   cpu_ratio_vs_recorded=row["cpu_s"] / RECORDED_TK_CPU_S[name])
+    return row
+
+
+def print_row(row: dict) -> None:
+    tk = ""
+    if "tk_cpu_s" in row:
+        tk = (f" | SVM-Light-TK {row['tk_cpu_s']:.2f} CPU-s, {row['tk_peak_rss_mb']:.0f} MB, "
+              f"ratio {row['cpu_ratio']:.2f}, sums rel diff {row['sum_rel_diff']:.1e}")
+    elif "recorded_tk_cpu_s" in row:
+        tk = (f" | recorded SVM-Light-TK {row['recorded_tk_cpu_s']} CPU-s, ratio "
+              f"{row['cpu_ratio_vs_recorded']:.2f}")
+    print(f"{row['workload']:<20} threads {row['threads']} {row['cache']:<4}: wall "
+          f"{row['wall_s']:.2f} s, CPU {row['cpu_s']:.2f} s, Gram {row['gram_s']:.2f} s, "
+          f"peak RSS {row['peak_rss_mb']:.0f} MB, {row['programs']} programs, "
+          f"{row['delta_entries']:,} Delta entries{tk}", flush=True)
+
+
+def write_table(rows: list[dict], path: Path) -> None:
+    head = ("| workload | threads | cache | wall s | CPU s | Gram s | peak RSS MB | programs "
+            "| Delta entries | SVM-Light-TK CPU s | CPU ratio |\n"
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    lines = []
+    for r in rows:
+        tk = r.get("tk_cpu_s", r.get("recorded_tk_cpu_s"))
+        ratio = r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded"))
+        mark = "" if "tk_cpu_s" in r or tk is None else " (recorded)"
+        lines.append(f"| {r['workload']} | {r['threads']} | {r['cache']} | {r['wall_s']:.2f} "
+                     f"| {r['cpu_s']:.2f} | {r['gram_s']:.2f} | {r['peak_rss_mb']:.0f} "
+                     f"| {r['programs']} | {r['delta_entries']:,} "
+                     f"| {'' if tk is None else f'{tk:.3g}{mark}'} "
+                     f"| {'' if ratio is None else f'{ratio:.2f}'} |")
+    path.write_text(head + "\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
+def plot(rows: list[dict], path: Path) -> None:
     plt = pyplot()
     if plt is None:
-        return 0
-    fig, ax = plt.subplots(figsize=(5, 3))
-    names = [r["kernel"].upper() for r in rows]
-    x = np.arange(len(rows))
-    ax.bar(x - 0.2, [ANCHORS[r["kernel"]] for r in rows], 0.4, label="SVM-Light-TK (anchor)")
-    ax.bar(x + 0.2, [r["seconds"] for r in rows], 0.4, label="jkern (median)")
-    ax.set_xticks(x, names)
-    ax.set_ylabel("seconds, full Gram 5,401 trees")
-    ax.legend()
+        return
+    have = [r for r in rows if r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded"))]
+    if not have:
+        return
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    labels = [f"{r['workload']}\n{r['threads']}t {r['cache']}" for r in have]
+    ax.bar(range(len(have)), [r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded")) for r in have])
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(range(len(have)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("CPU seconds, jkern / SVM-Light-TK")
     fig.tight_layout()
-    fig.savefig(out_dir / "bench_gram.png", dpi=120)
-    return 0
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":

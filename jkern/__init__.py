@@ -1,11 +1,13 @@
 """jkern: kernel methods over structured linguistic data, in JAX."""
 
+from . import _cache, _programs
 from . import errors as errors
 from . import kda as kda
 from . import kernels as kernels
 from . import metrics as metrics
 from . import svm as svm
 from . import trees as trees
+from ._cache import disable_compilation_cache as disable_compilation_cache
 from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._io import load as load
 from ._io import save as save
@@ -19,6 +21,7 @@ from ._nystrom import projector_from_gram as projector_from_gram
 from ._nystrom import saving as saving
 from ._nystrom import select_landmarks as select_landmarks
 from ._pipeline import NystromModel as NystromModel
+from ._programs import program_stats as program_stats
 from ._solution import RESULTS as RESULTS
 from ._solution import Solution as Solution
 from ._train_trees import train_cutting_plane as train_cutting_plane
@@ -39,3 +42,6 @@ from .kernels import Polynomial as Polynomial
 from .kernels import SSTBow as SSTBow
 from .kernels import gram as gram
 from .trees import read_trees as read_trees
+
+_cache.enable_default()
+_programs.install()

@@ -1,7 +1,10 @@
-"""Opt-in persistent XLA compilation cache.
+"""The persistent XLA compilation cache, on by default.
 
-A tree-kernel Gram compiles one fixed-shape recurrence per arity bucket; compiling dominates
-short runs. Caching compiled programs on disk makes every later process start warm.
+A tree-kernel Gram compiles a small set of fixed-shape programs per kernel setting; compiling
+them dominates short runs. With compiled programs cached on disk, every later process starts
+warm. `import jkern` turns the cache on at `$JKERN_CACHE_DIR` (default `~/.cache/jkern/xla`)
+unless `JKERN_NO_CACHE=1` is set or the program has already chosen its own JAX cache
+directory (`jax_compilation_cache_dir`), which is then left alone.
 """
 
 from __future__ import annotations
@@ -10,14 +13,38 @@ import os
 from pathlib import Path
 
 
+def default_cache_dir() -> Path:
+    """`$JKERN_CACHE_DIR`, or `~/.cache/jkern/xla`."""
+    return Path(os.environ.get("JKERN_CACHE_DIR") or Path.home() / ".cache/jkern/xla")
+
+
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
-    """Cache compiled XLA programs under `path` (default `$JKERN_CACHE_DIR` or
-    `~/.cache/jkern/xla`). Returns the directory used. Call before the first computation.
-    """
+    """Cache compiled XLA programs under `path` (default `default_cache_dir()`). Returns the
+    directory used. Call before the first computation."""
     import jax
 
-    where = Path(path or os.environ.get("JKERN_CACHE_DIR") or Path.home() / ".cache/jkern/xla")
+    where = Path(path) if path else default_cache_dir()
     where.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(where))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return where
+
+
+def disable_compilation_cache() -> None:
+    """Stops caching compiled programs on disk (call before the first computation)."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", None)
+
+
+def enable_default() -> Path | None:
+    """What `import jkern` does: the cache at the default place, unless opted out or the
+    program set its own. Returns the directory, or None when left off."""
+    import jax
+
+    if os.environ.get("JKERN_NO_CACHE") == "1" or getattr(jax.config, "jax_compilation_cache_dir", None):
+        return None
+    try:
+        return enable_compilation_cache()
+    except OSError:  # an unwritable home: run without the cache rather than fail
+        return None

@@ -27,7 +27,8 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     import jkern
     from jkern.data import load_trec
-    from jkern.kernels._engine import GramEngine, compute_gram
+    from jkern.kernels._engine import GramEngine
+    from jkern.kernels._schedule import compute_gram
     from jkern.svm import cpa
     from jkern.trees import Forest
 
@@ -105,7 +106,8 @@ def test_devices_rejected_under_tracing():
     import numpy as np
 
     import jkern
-    from jkern.kernels._engine import GramEngine, compute_gram
+    from jkern.kernels._engine import GramEngine
+    from jkern.kernels._schedule import compute_gram
     from jkern.trees import Forest, parse_penn
 
     trees = [parse_penn("(S (NP (DT a) (NN b)) (VP (VB c)))"), parse_penn("(S (NP (NN b)))")]

@@ -184,7 +184,8 @@ def _engine_gram(kernel, trees, *, residual=None, threads=2, block_size=64):
     """The Gram matrix through the engine directly, optionally forcing PTK's residual mode."""
     import dataclasses
 
-    from jkern.kernels._engine import GramEngine, compute_gram
+    from jkern.kernels._engine import GramEngine
+    from jkern.kernels._schedule import compute_gram
     from jkern.trees import Forest
 
     forest = Forest.build(trees)

@@ -17,8 +17,8 @@ from ..errors import InputError
 
 # The options `gram` forwards to the tree-kernel engine. Algebra passes them to both sides, so
 # every kernel accepts them (a kernel that has no use for one ignores it); anything else is a
-# TypeError.
-GRAM_OPTIONS = ("progress", "block_size", "threads", "devices", "stats")
+# TypeError. `out` (an array the Gram matrix is written into) is the combining kernel's own.
+GRAM_OPTIONS = ("progress", "block_size", "threads", "devices", "stats", "out")
 
 
 def check_options(kernel: Any, options: dict[str, Any]) -> None:
@@ -29,9 +29,39 @@ def check_options(kernel: Any, options: dict[str, Any]) -> None:
                         f"kernels take {', '.join(GRAM_OPTIONS)}")
 
 
+def check_out(out: Any, shape: tuple[int, int], dtype: Any) -> np.ndarray:
+    """`out`, checked as the target of a `shape` Gram matrix computed in `dtype`."""
+    if not isinstance(out, np.ndarray):
+        raise InputError(f"out must be a NumPy array (or np.memmap), got {type(out).__name__}")
+    if out.shape != shape:
+        raise InputError(f"out has shape {out.shape}; this Gram matrix is {shape}")
+    if out.dtype not in (np.float32, np.float64):
+        raise InputError(f"out must be float32 or float64, got {out.dtype}")
+    if np.dtype(out.dtype).itemsize < np.dtype(dtype).itemsize:
+        raise InputError(f"out is {out.dtype} but the Gram matrix is computed in "
+                         f"{np.dtype(dtype).name}: values would be rounded")
+    if not out.flags.writeable:
+        raise InputError("out is read-only")
+    return out
+
+
+def into_out(g: Any, out: np.ndarray | None) -> Any:
+    """`g` itself, or written into the caller's `out` (checked), which is returned."""
+    if out is None:
+        return g
+    if isinstance(g, jax.core.Tracer):
+        raise InputError("out= takes concrete Gram matrices; under jit/grad/vmap leave it unset")
+    check_out(out, tuple(g.shape), g.dtype)
+    if g is not out:
+        out[...] = np.asarray(g)
+    return out
+
+
 def _sides(options: dict[str, Any]) -> tuple[dict, dict, Callable[[], None]]:
-    """The options of the two sides of a `Sum`/`Product`: each side fills its own `stats`
-    dict, and `merge()` adds their numbers into the caller's (a sum reports all its work)."""
+    """The options of the two sides of a `Sum`/`Product` (no `out`: the sum writes that):
+    each side fills its own `stats` dict, and `merge()` adds their numbers into the caller's
+    (a sum reports all its work)."""
+    options = {k: v for k, v in options.items() if k != "out"}
     stats = options.get("stats")
     if stats is None:
         return options, options, lambda: None
@@ -76,6 +106,14 @@ class AbstractKernel(eqx.Module):
     def diag(self, x: Sequence[Any], *, dtype: Any = None, **options: Any) -> Float[Array, " n"]:
         """Self-kernels K(x_i, x_i). Subclasses may override with something cheaper."""
         return jnp.diagonal(self.gram(x, None, dtype=dtype, **options))
+
+    def gram_and_diag(self, x1: Sequence[Any], x2: Sequence[Any], *, dtype: Any = None,
+                      **options: Any) -> tuple[Any, Any, Any]:
+        """`(K(x1, x2), diag K(x1, x1), diag K(x2, x2))`: what normalizing a block needs.
+        Tree kernels compute all three on one prepared forest; options as `gram`."""
+        side = {k: v for k, v in options.items() if k not in ("out", "stats")}
+        return (self.gram(x1, x2, dtype=dtype, **options), self.diag(x1, dtype=dtype, **side),
+                self.diag(x2, dtype=dtype, **side))
 
     def __add__(self, other: Any) -> AbstractKernel:
         if isinstance(other, AbstractKernel):
@@ -136,7 +174,7 @@ class Constant(AbstractKernel):
         check_options(self, options)
         dt = resolve_dtype(dtype)
         shape = (len(x1), len(x1) if x2 is None else len(x2))
-        return jnp.broadcast_to(self.value.astype(dt), shape)
+        return into_out(jnp.broadcast_to(self.value.astype(dt), shape), options.get("out"))
 
     def diag(self, x, *, dtype=None, **options):
         check_options(self, options)
@@ -154,10 +192,17 @@ class Sum(AbstractKernel):
         g = (self.k1.gram(x1, x2, dtype=dtype, **first)
              + self.k2.gram(x1, x2, dtype=dtype, **second))
         merge()
-        return g
+        return into_out(g, options.get("out"))
 
     def diag(self, x, *, dtype=None, **options):
         return self.k1.diag(x, dtype=dtype, **options) + self.k2.diag(x, dtype=dtype, **options)
+
+    def gram_and_diag(self, x1, x2, *, dtype=None, **options):
+        first, second, merge = _sides(options)
+        a = self.k1.gram_and_diag(x1, x2, dtype=dtype, **first)
+        b = self.k2.gram_and_diag(x1, x2, dtype=dtype, **second)
+        merge()
+        return (into_out(a[0] + b[0], options.get("out")), a[1] + b[1], a[2] + b[2])
 
 
 class Product(AbstractKernel):
@@ -171,10 +216,17 @@ class Product(AbstractKernel):
         g = (self.k1.gram(x1, x2, dtype=dtype, **first)
              * self.k2.gram(x1, x2, dtype=dtype, **second))
         merge()
-        return g
+        return into_out(g, options.get("out"))
 
     def diag(self, x, *, dtype=None, **options):
         return self.k1.diag(x, dtype=dtype, **options) * self.k2.diag(x, dtype=dtype, **options)
+
+    def gram_and_diag(self, x1, x2, *, dtype=None, **options):
+        first, second, merge = _sides(options)
+        a = self.k1.gram_and_diag(x1, x2, dtype=dtype, **first)
+        b = self.k2.gram_and_diag(x1, x2, dtype=dtype, **second)
+        merge()
+        return (into_out(a[0] * b[0], options.get("out")), a[1] * b[1], a[2] * b[2])
 
 
 class Scaled(AbstractKernel):
@@ -185,11 +237,30 @@ class Scaled(AbstractKernel):
 
     def gram(self, x1, x2=None, *, dtype=None, **options):
         g = self.kernel.gram(x1, x2, dtype=dtype, **options)
-        return self.weight.astype(g.dtype) * g
+        return _scale(g, self.weight)
 
     def diag(self, x, *, dtype=None, **options):
         d = self.kernel.diag(x, dtype=dtype, **options)
         return self.weight.astype(d.dtype) * d
+
+    def gram_and_diag(self, x1, x2, *, dtype=None, **options):
+        g, d1, d2 = self.kernel.gram_and_diag(x1, x2, dtype=dtype, **options)
+        w = self.weight.astype(d1.dtype)
+        return _scale(g, self.weight), w * d1, w * d2
+
+
+def _scale(g: Any, weight: jax.Array) -> Any:
+    """weight * g; a NumPy `out` array is scaled in place, row chunk by row chunk."""
+    if not isinstance(g, np.ndarray):
+        return weight.astype(g.dtype) * g
+    w = np.asarray(weight, g.dtype)
+    for s in range(0, g.shape[0], _ROW_CHUNK):
+        g[s:s + _ROW_CHUNK] *= w
+    return g
+
+
+# Rows per chunk when a NumPy `out` array is updated in place (a bounded working set).
+_ROW_CHUNK = 256
 
 
 def _safe_normalize(g: jax.Array, d1: jax.Array, d2: jax.Array) -> jax.Array:
@@ -211,16 +282,41 @@ class Normalized(AbstractKernel):
     kernel: AbstractKernel
 
     def gram(self, x1, x2=None, *, dtype=None, **options):
-        g = self.kernel.gram(x1, x2, dtype=dtype, **options)
         if x2 is None:
+            g = self.kernel.gram(x1, None, dtype=dtype, **options)
+            if isinstance(g, np.ndarray):  # the caller's `out`
+                d = np.diagonal(g).copy()
+                return _normalize_rows(g, d, d, unit_diagonal=True)
             d = jnp.diagonal(g)
             out = _safe_normalize(g, d, d)
             # exact ones on the diagonal (where the self-kernel is not 0)
             return jnp.where(jnp.eye(g.shape[0], dtype=bool) & (d > 0)[:, None], 1, out)
-        d1 = self.kernel.diag(x1, dtype=dtype, **options)
-        d2 = self.kernel.diag(x2, dtype=dtype, **options)
+        g, d1, d2 = self.kernel.gram_and_diag(x1, x2, dtype=dtype, **options)
+        if isinstance(g, np.ndarray):
+            return _normalize_rows(g, np.asarray(d1), np.asarray(d2))
         return _safe_normalize(g, d1, d2)
 
     def diag(self, x, *, dtype=None, **options):
         d = self.kernel.diag(x, dtype=dtype, **options)
         return jnp.where(d > 0, 1, 0).astype(d.dtype)
+
+    def gram_and_diag(self, x1, x2, *, dtype=None, **options):
+        g = self.gram(x1, x2, dtype=dtype, **options)
+        side = {k: v for k, v in options.items() if k not in ("out", "stats")}
+        return g, self.diag(x1, dtype=dtype, **side), self.diag(x2, dtype=dtype, **side)
+
+
+def _normalize_rows(g: np.ndarray, d1: np.ndarray, d2: np.ndarray, *,
+                    unit_diagonal: bool = False) -> np.ndarray:
+    """`_safe_normalize` (the same arithmetic) in place on a NumPy `out` array, row chunk by
+    row chunk."""
+    d1, d2 = d1.astype(g.dtype), d2.astype(g.dtype)
+    for s in range(0, g.shape[0], _ROW_CHUNK):
+        part = g[s:s + _ROW_CHUNK]
+        denom = d1[s:s + _ROW_CHUNK, None] * d2[None, :]
+        ok = denom > 0
+        part[...] = np.where(ok, part / np.sqrt(np.where(ok, denom, 1)), 0)
+        if unit_diagonal:
+            rows = np.arange(len(part))
+            part[rows, rows + s] = np.where(d1[s:s + len(part)] > 0, 1, part[rows, rows + s])
+    return g

@@ -1,40 +1,50 @@
-"""The forest Gram engine: Gram = A Delta A^T, Delta computed children-first, row block by block.
+"""The forest Gram engine's host side: planning which Delta entries to compute, and where.
 
 For a block of row trees and a set of column trees, every distinct subtree q of the row trees
 gets a *row* of Delta(q, v) over the column subtrees v that can match it (same match key:
 production for ST/SST, label for PTK, PoS class for SPTK's lexical nodes). Rows are filled
-level by level (a node's height), each level as a few jitted, fixed-shape batched recurrences
-(bucketed by the padded arities of q and v). A child pair's Delta is one gather from the rows
-of the level below. The block of the Gram matrix is then
+level by level (a node's height), each level as a few calls of the compiled recurrences
+(`_recurrences.py`), bucketed by the padded arities of q and v. A child pair's Delta is one
+gather from the rows of the level below. The block of the Gram matrix is then
     G[block, cols] = A_rows  (Delta rows . A_cols^T),
 the second factor a segment sum over the column trees' occurrences. Only matchable pairs are
-ever touched; symmetric Grams compute each block against the trees at or after it only.
+ever touched; symmetric Grams compute each block against the trees at or after it only, and
+a block of self-kernels (`GramEngine.diag_block`) only the pairs that share a tree.
+
+Every array the compiled programs see is padded to a few sizes (the forest arrays to at
+least 2^16 nodes, buffers on a ladder of powers of 4, one chunk length per arity-class pair),
+so the programs a kernel setting compiles are few and shared by every block and every call.
+`_schedule.py` spreads blocks over threads and devices.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
-import functools
-import sys
 import threading
-import time
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import is_traced
 from ..trees._forest import Forest
+from ._recurrences import (
+    DeviceForest,
+    Params,
+    accumulate,
+    fill_entries,
+    finish_block,
+    new_buffer,
+)
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
 _CLASSES = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256], np.int64)
-# Child-pair grids up to this many cells get the unrolled subsequence DP.
-_UNROLL = 64
-# Entry batches are padded to one of these sizes (few shapes -> few compilations).
-_CHUNKS = (1 << 12, 1 << 18)
+# Entries per call of the recurrences: about this many child-pair cells ([E, A, B] working
+# set), at least _MIN_STEP entries. One length per arity-class pair: one program each.
+_STEP_CELLS = 1 << 15
+_MIN_STEP = 256
+# Contraction items per scatter call.
+_SCATTER_CHUNK = 1 << 18
 # buf[0] is 0 (the "no match" slot), buf[1] holds residual mode's constant mu lam^2.
 _FIRST_SLOT = 2
 # Residual-mode pair selection: groups with at least this many (row, member) candidates are
@@ -43,6 +53,12 @@ _DENSE_GROUP = 1 << 16
 _PAIR_CHUNK = 1 << 23
 # Sorted Delta entries go to the device in pieces of this many entries.
 _PIECE = 1 << 21
+# Smallest padded lengths of the forest arrays: forests up to this size share programs.
+_MIN_NODES = 1 << 16
+# Buffer sizes used so far in this process, per (kernel family, forest padding, dtype): a
+# later engine reuses one (and its compiled programs) rather than compile for a new size.
+_BUFFER_SIZES: dict[tuple, set[int]] = {}
+_SIZES_LOCK = threading.Lock()
 
 
 def _arity_class(arity: np.ndarray) -> np.ndarray:
@@ -88,162 +104,6 @@ class MatchPlan:
     residual: bool = False
 
 
-class Params(NamedTuple):
-    lam: Any
-    mu: Any
-    vectors: Any = None  # unit-norm word vectors [V, d] (SPTK)
-    threshold: Any = None  # similarities below it count as 0 (SPTK)
-    gamma: Any = None  # SPTK's Gaussian similarity exp(gamma (cos - 1)); None: thresholded cosine
-
-
-class _DeviceForest(NamedTuple):
-    arity: jax.Array
-    child_start: jax.Array
-    child_flat: jax.Array
-    key: jax.Array
-    label: jax.Array
-    vec_index: jax.Array
-
-
-def _children(dev: _DeviceForest, nodes: jax.Array, width: int) -> tuple[jax.Array, jax.Array]:
-    k = jnp.arange(width, dtype=jnp.int32)
-    valid = k[None, :] < dev.arity[nodes][:, None]
-    kids = dev.child_flat[dev.child_start[nodes][:, None] + k[None, :]]
-    return jnp.where(valid, kids, 0), valid
-
-
-def _subseq_sum(s: jax.Array, lam: jax.Array, max_subseq: int | None) -> jax.Array:
-    """Sum over equal-length child subsequence pairs of lam^gaps * prod s[i_k, j_k].
-
-    `s` is `[E, A, B]` (child-pair Deltas). No subtraction anywhere, so a float32 overflow
-    shows up as inf, never as inf - inf = NaN.
-    """
-    _, a, b = s.shape
-    jj = jnp.arange(b)
-    # decay[j', j] = lam^(j - j') for j' <= j: a row-wise decayed cumulative sum as a matmul.
-    decay_b = jnp.where(jj[:, None] <= jj[None, :],
-                        lam ** jnp.maximum(jj[None, :] - jj[:, None], 0), 0)
-    if (max_subseq is None or max_subseq >= min(a, b)) and a * b <= _UNROLL:
-        # Small nodes: the same recurrence unrolled into one fused elementwise program
-        # (a scan costs ~10x more per entry at these sizes on a CPU).
-        p_prev, total = None, jnp.zeros(s.shape[:1], s.dtype)
-        for i in range(a):
-            p_row, run = [], None
-            for j in range(b):
-                x = s[:, i, j] if p_prev is None or j == 0 else s[:, i, j] * (1 + p_prev[j - 1])
-                total = total + x
-                run = x if run is None else x + lam * run
-                p_row.append(run if p_prev is None else run + lam * p_prev[j])
-            p_prev = p_row
-        return total
-    if max_subseq is None or max_subseq >= min(a, b):
-        # X = S * (1 + shift(P)), P the 2-D decayed prefix sum of X, built row by row.
-        def row(carry, s_row):
-            p_prev, total = carry
-            shifted = jnp.concatenate([jnp.zeros_like(p_prev[:, :1]), p_prev[:, :-1]], axis=1)
-            x_row = s_row * (1 + shifted)
-            p_row = x_row @ decay_b + lam * p_prev
-            return (p_row, total + x_row.sum(axis=1)), None
-
-        init = (jnp.zeros_like(s[:, 0, :]), jnp.zeros_like(s[:, 0, 0]))
-        (_, total), _ = jax.lax.scan(row, init, jnp.swapaxes(s, 0, 1))
-        return total
-    ii = jnp.arange(a)
-    decay_a = jnp.where(ii[:, None] >= ii[None, :],
-                        lam ** jnp.maximum(ii[:, None] - ii[None, :], 0), 0)
-    d = s
-    total = d.sum(axis=(1, 2))
-    for _ in range(1, max_subseq):
-        p = jnp.einsum("ik,ekl,lj->eij", decay_a, d, decay_b)
-        shifted = jnp.pad(p, ((0, 0), (1, 0), (1, 0)))[:, :a, :b]
-        d = s * shifted
-        total = total + d.sum(axis=(1, 2))
-    return total
-
-
-def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, a_pad, b_pad):
-    family, plus_one, max_subseq, smoothed, residual = plan_static
-    dtype = buf.dtype
-    lam = jnp.asarray(params.lam, dtype)
-    if family == "aligned":
-        if a_pad == 0:
-            return jnp.broadcast_to(lam, q.shape)
-        cq, valid = _children(dev, q, a_pad)
-        cv, _ = _children(dev, v, a_pad)
-        internal = valid & (dev.arity[cq] > 0)
-        off, p = row_off[cq], pos[cv]
-        ok = internal & (off >= 0) & (p >= 0) & (dev.key[cq] == dev.key[cv])
-        s = jnp.where(ok, buf[jnp.where(ok, off + p, 0)], 0)
-        factors = jnp.where(internal, (1 + s) if plus_one else s, 1)
-        return lam * jnp.prod(factors, axis=1)
-    mu = jnp.asarray(params.mu, dtype)
-    if residual:
-        # R(q, v) = mu * DP over child pairs, a child pair's Delta being mu lam^2 + its R
-        # (R = 0 where it has no row: leaves, pairs never computed).
-        cq, vq = _children(dev, q, a_pad)
-        cv, vv = _children(dev, v, b_pad)
-        off, p = row_off[cq], pos[cv]
-        same = (vq[:, :, None] & vv[:, None, :]
-                & (dev.key[cq][:, :, None] == dev.key[cv][:, None, :]))
-        stored = same & (off >= 0)[:, :, None] & (p >= 0)[:, None, :]
-        r = jnp.where(stored, buf[jnp.where(stored, off[:, :, None] + p[:, None, :], 0)], 0)
-        s = jnp.where(same, buf[1] + r, 0)
-        return mu * _subseq_sum(s, lam, max_subseq)
-    if smoothed:
-        iq, iv = dev.vec_index[q], dev.vec_index[v]
-        have = (iq >= 0) & (iv >= 0)
-        vecs = params.vectors
-        cos = jnp.sum(vecs[jnp.maximum(iq, 0)] * vecs[jnp.maximum(iv, 0)], axis=-1).astype(dtype)
-        if params.gamma is None:
-            thr = jnp.asarray(params.threshold, dtype)
-            sim = jnp.where(have & (cos >= thr), jnp.clip(cos, 0, 1), 0)
-        else:  # None or not is pytree structure, so each variant compiles on its own
-            gamma = jnp.asarray(params.gamma, dtype)
-            sim = jnp.where(have, jnp.exp(gamma * (jnp.minimum(cos, 1) - 1)), 0)
-        sigma = jnp.where(dev.label[q] == dev.label[v], 1, sim)
-    else:
-        sigma = jnp.ones(q.shape, dtype)
-    if a_pad == 0 or b_pad == 0:
-        return mu * sigma * lam**2
-    cq, vq = _children(dev, q, a_pad)
-    cv, vv = _children(dev, v, b_pad)
-    off, p = row_off[cq], pos[cv]
-    ok = (
-        (vq & (off >= 0))[:, :, None]
-        & (vv & (p >= 0))[:, None, :]
-        & (dev.key[cq][:, :, None] == dev.key[cv][:, None, :])
-    )
-    s = jnp.where(ok, buf[jnp.where(ok, off[:, :, None] + p[:, None, :], 0)], 0)
-    return mu * sigma * (lam**2 + _subseq_sum(s, lam, max_subseq))
-
-
-@functools.partial(
-    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad", "step"), donate_argnums=(0,)
-)
-def _fill(buf, piece, start, count, dev, row_off, pos, params, *, plan_static, a_pad, b_pad, step):
-    """Delta entries piece[:, start:start+count] (rows q, columns v, buf slots) into buf."""
-    part = jax.lax.dynamic_slice_in_dim(piece, start, step, axis=1)
-    live = jnp.arange(step) < count
-    q = jnp.where(live, part[0], 0)
-    v = jnp.where(live, part[1], 0)
-    out = jnp.where(live, part[2], buf.shape[0] - 1)  # the last slot takes padded writes
-    vals = _entry_values(
-        buf, q, v, dev, row_off, pos, params, plan_static=plan_static, a_pad=a_pad, b_pad=b_pad
-    )
-    return buf.at[out].set(vals.astype(buf.dtype))
-
-
-@functools.partial(jax.jit, static_argnames=("n_out",), donate_argnums=(0,))
-def _accumulate(out, buf, idx, seg, weight, *, n_out):
-    return out.at[seg].add(buf[idx] * weight)
-
-
-@functools.partial(jax.jit, static_argnames=("cols",), donate_argnums=(0,))
-def _spread(g, a_shared, z, *, cols):
-    prec = jax.lax.Precision.HIGHEST  # no TF32 on GPUs: these values feed exact results
-    return g + jnp.matmul(a_shared, z.reshape(-1, cols), precision=prec).reshape(-1)
-
-
 def _child_key_bits(f: Forest, key: np.ndarray, n_keys: int) -> np.ndarray:
     """`uint64[2, F]`: a bitset of each node's child keys (word 0: the 64 most frequent
     child keys, one bit each; word 1: the others, hashed)."""
@@ -261,24 +121,12 @@ def _child_key_bits(f: Forest, key: np.ndarray, n_keys: int) -> np.ndarray:
     return mask
 
 
-@functools.partial(jax.jit, static_argnames=("size", "dtype", "residual"))
-def _new_buffer(params, *, size, dtype, residual):
-    buf = jnp.zeros(size, dtype)
-    if residual:
-        buf = buf.at[1].set(jnp.asarray(params.mu, dtype) * jnp.asarray(params.lam, dtype) ** 2)
-    return buf
-
-
-def _pow2(n: int, least: int = 1024) -> int:
-    return max(least, 1 << max(0, (n - 1).bit_length()))
-
-
-def _ladder(n: int) -> int:
-    """Buffer sizes on a coarse ladder (powers of 4 from 2^16): the compiled recurrences
-    depend on the buffer's shape, so few sizes mean few compilations across calls."""
-    size = 1 << 16
+def _ladder(n: int, least: int = 1 << 16, factor: int = 4) -> int:
+    """A padded size for n on a coarse ladder (least, least * factor, ...): the compiled
+    programs depend on these shapes, so few sizes mean few compilations across calls."""
+    size = least
     while size < n:
-        size <<= 2
+        size *= factor
     return size
 
 
@@ -287,7 +135,6 @@ def _bucket(n: int, multiple: int = 0) -> int:
     if multiple:
         return max(multiple, -(-n // multiple) * multiple)
     return max(64, 1 << max(0, (n - 1).bit_length()))
-
 
 
 @dataclasses.dataclass
@@ -322,11 +169,11 @@ class GramEngine:
         self._aclass = _arity_class(f.arity)
         key = plan.key.astype(np.int32)
         vec_index = plan.vec_index if plan.vec_index is not None else np.full_like(key, -1)
-        # Device arrays padded to power-of-two lengths: the compiled recurrences depend on
-        # their shapes, so forests of similar size share compilations.
-        self._n_pad = n_pad = _pow2(f.n_nodes + 1)
+        # Device arrays padded to a few lengths: the compiled recurrences depend on their
+        # shapes, so forests of similar size share compilations.
+        self._n_pad = n_pad = _ladder(f.n_nodes + 1, _MIN_NODES)
         pad = max(int(_CLASSES[self._aclass.max(initial=0)]), 1)
-        flat = np.zeros(_pow2(len(f.child_flat) + pad), np.int32)
+        flat = np.zeros(_ladder(len(f.child_flat) + pad, 2 * _MIN_NODES), np.int32)
         flat[: len(f.child_flat)] = f.child_flat
 
         def padded(a, fill):
@@ -334,7 +181,7 @@ class GramEngine:
             out[: len(a)] = a
             return jnp.asarray(out)
 
-        self.dev = _DeviceForest(
+        self.dev = DeviceForest(
             arity=padded(f.arity, 0),
             child_start=padded(f.child_start, 0),
             child_flat=jnp.asarray(flat),
@@ -350,8 +197,8 @@ class GramEngine:
             self._stored &= f.arity > 0
             self._mask = _child_key_bits(f, key, plan.n_keys)
         self.counts = Counts()
-        self._buf_size = 0
-        self._cols_pad = 0
+        # Padded sizes only grow over the engine's calls (fewer shapes, fewer programs).
+        self._buf_size = self._cols_pad = self._rows_pad = self._zs_pad = 0
         self._lock = threading.Lock()  # blocks run on several threads (compute_gram)
         self._dev_on: dict = {}  # per-device copies of `dev` (compute_gram's `devices`)
 
@@ -376,58 +223,70 @@ class GramEngine:
         keep = self.plan.key[node] >= 0
         return node[keep], local[keep], f.count[idx][keep]
 
-    def _forest_on(self, device) -> _DeviceForest:
+    def _forest_on(self, device) -> DeviceForest:
         with self._lock:
             dev = self._dev_on.get(device)
             if dev is None:
                 dev = self._dev_on[device] = jax.device_put(self.dev, device)
             return dev
 
-    def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params,
-              device: Any = None) -> jax.Array:
-        """`G[row_trees, col_trees]` as a `[len(row_trees), len(col_trees)]` array.
-
-        With `device`, the block's recurrences run there (on a copy of the forest arrays kept
-        on that device); its result stays there.
-        """
+    def _on(self, device: Any, params: Params, run):
+        """`run(params, dev)` with the recurrences on `device` (None: the default device)."""
         if device is None:
-            return self._block(row_trees, col_trees, params, self.dev)
+            return run(params, self.dev)
         dev = self._forest_on(device)
         # The default device is thread-local: buffers and index arrays made here land on
         # `device`, so every call of the block runs there. (Parameters already there are not
         # copied again.)
         with jax.default_device(device):
-            return self._block(row_trees, col_trees, jax.device_put(params, device), dev)
+            return run(jax.device_put(params, device), dev)
 
-    def _block(self, row_trees, col_trees, params: Params, dev: _DeviceForest) -> jax.Array:
-        f, plan = self.forest, self.plan
-        n_keys, n_cls = plan.n_keys, len(_CLASSES)
-        col = self._occurrences(np.asarray(col_trees, np.int64))
-        row = self._occurrences(np.asarray(row_trees, np.int64))
-        stored = self._stored
-        # Columns: the stored nodes of each match group, sorted by (group, arity class).
-        members = np.unique(col[0][stored[col[0]]])
+    def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params,
+              device: Any = None) -> jax.Array:
+        """`G[row_trees, col_trees]`, padded: a `[rows_pad, cols_pad]` array whose top-left
+        `[len(row_trees), len(col_trees)]` corner is the block (the rest is not meaningful).
+
+        With `device`, the block's recurrences run there (on a copy of the forest arrays kept
+        on that device); its result stays there.
+        """
+        return self._on(device, params,
+                        lambda p, dev: self._block(row_trees, col_trees, p, dev))
+
+    def diag_block(self, trees: np.ndarray, params: Params, device: Any = None) -> jax.Array:
+        """The self-kernels `K(t, t)` of `trees`, padded: the first `len(trees)` entries of a
+        `[rows_pad]` array. Only the node pairs that share a tree are computed."""
+        return self._on(device, params, lambda p, dev: self._diag(trees, p, dev))
+
+    def _layout(self, row_nodes: np.ndarray, col_nodes: np.ndarray):
+        """Buffer layout of a block: each stored row node q gets a run of slots, one per
+        stored column node of its match group (`members`, sorted by group then arity class).
+        Returns (rows, r_key, r_off, row_off, members, group_start, group_len, pos), where
+        the slot of Delta(q, v) is `row_off[q] + pos[v]`."""
+        plan, stored = self.plan, self._stored
+        members = np.unique(col_nodes[stored[col_nodes]])
         m_key = plan.key[members].astype(np.int64)
         order = np.lexsort((self._aclass[members], m_key))
         members, m_key = members[order], m_key[order]
-        group_start = np.searchsorted(m_key, np.arange(n_keys + 1))
+        group_start = np.searchsorted(m_key, np.arange(plan.n_keys + 1))
         group_len = np.diff(group_start)
         pos = np.full(self._n_pad, -1, np.int32)
         pos[members] = np.arange(len(members)) - group_start[m_key]
-        # Rows: the distinct stored subtrees of the row trees, each a row over its group.
-        rows = np.unique(row[0][stored[row[0]]])
+        rows = np.unique(row_nodes[stored[row_nodes]])
         r_key = plan.key[rows].astype(np.int64)
         r_len = group_len[r_key]
         r_off = _FIRST_SLOT + np.cumsum(r_len) - r_len
         row_off = np.full(self._n_pad, -1, np.int32)
         row_off[rows] = r_off
+        return rows, r_key, r_off, row_off, members, group_start, group_len, pos
+
+    def _compute(self, params, dev, rows, ri, members, midx, slots, row_off, pos, n_slots):
+        """A fresh buffer with Delta(rows[ri], members[midx]) in `slots`, children first."""
+        f = self.forest
+        n_cls = len(_CLASSES)
         # One buffer size for the whole run where possible: fewer shapes, fewer compilations.
-        size = self._grow("_buf_size", _ladder(_FIRST_SLOT + 1 + int(r_len.sum())))
-        buf = _new_buffer(params, size=size, dtype=self.dtype, residual=plan.residual)
-        ri, midx = self._pairs(rows, r_key, members, group_start, group_len)
-        self._count(delta_entries=len(ri), constant_entries=int(r_len.sum()) - len(ri))
-        out = (r_off - group_start[r_key])[ri] + midx  # the buf slot of Delta(rows[ri], v)
-        # Children first: buckets ordered by the row's height, then by arity classes.
+        size = self._grow("_buf_size", self._buffer_size(_FIRST_SLOT + 1 + n_slots))
+        buf = new_buffer(params, size=size, dtype=self.dtype, residual=self.plan.residual)
+        # Children first: entries ordered by the row's height, then by arity classes.
         r_height = f.height[rows]
         levels = np.unique(r_height)
         r_code = (np.searchsorted(levels, r_height) * n_cls + self._aclass[rows]) * n_cls
@@ -438,11 +297,105 @@ class GramEngine:
         cuts = np.concatenate([[0], np.flatnonzero(np.diff(code)) + 1, [len(code)]])
         if len(code) == 0:
             cuts = cuts[:1]
-        entries = np.stack([rows[ri[order]], members[midx[order]], out[order]]).astype(np.int32)
-        buf = self._fill_buckets(buf, entries, code, cuts, jnp.asarray(row_off), jnp.asarray(pos),
-                                 params, dev)
+        entries = np.stack([rows[ri[order]], members[midx[order]], slots[order]]).astype(np.int32)
+        return self._fill_buckets(buf, entries, code, cuts, jnp.asarray(row_off),
+                                  jnp.asarray(pos), params, dev)
+
+    def _block(self, row_trees, col_trees, params: Params, dev: DeviceForest) -> jax.Array:
+        col = self._occurrences(np.asarray(col_trees, np.int64))
+        row = self._occurrences(np.asarray(row_trees, np.int64))
+        rows, r_key, r_off, row_off, members, group_start, group_len, pos = self._layout(
+            row[0], col[0])
+        r_len = group_len[r_key]
+        ri, midx = self._pairs(rows, r_key, members, group_start, group_len)
+        self._count(delta_entries=len(ri), constant_entries=int(r_len.sum()) - len(ri))
+        out = (r_off - group_start[r_key])[ri] + midx  # the buf slot of Delta(rows[ri], v)
+        buf = self._compute(params, dev, rows, ri, members, midx, out, row_off, pos,
+                            int(r_len.sum()))
         return self._contract(buf, rows, ri, midx, out, members, row, col,
                               len(row_trees), len(col_trees))
+
+    def _diag(self, trees, params: Params, dev: DeviceForest) -> jax.Array:
+        """Self-kernels: K(t, t) = sum over same-key node pairs (q, v) of tree t of
+        c_t(q) c_t(v) Delta(q, v). The pairs that share a tree are closed under taking
+        children, so only those are computed (in the buffer layout of the square block)."""
+        plan, stored = self.plan, self._stored
+        node, tree, count = self._occurrences(np.asarray(trees, np.int64))
+        rows, r_key, r_off, row_off, members, group_start, group_len, pos = self._layout(
+            node, node)
+        rows_pad = self._grow("_rows_pad", _bucket(len(trees)))
+        key = plan.key[node].astype(np.int64)
+        # Stored occurrences grouped by (tree, key); every pair within a group.
+        st = stored[node]
+        s_node, s_tree, s_count = node[st], tree[st], count[st].astype(np.int64)
+        s_code = s_tree.astype(np.int64) * plan.n_keys + key[st]
+        order = np.argsort(s_code, kind="stable")
+        s_node, s_tree, s_count, s_code = (a[order] for a in (s_node, s_tree, s_count, s_code))
+        g_first = np.searchsorted(s_code, s_code)  # first occurrence of each one's group
+        g_size = np.searchsorted(s_code, s_code, side="right") - g_first
+        first = np.repeat(np.arange(len(s_node)), g_size)
+        second = _ranges(g_first, g_size)
+        q, v = s_node[first], s_node[second]
+        # The distinct (q, v) pairs, as (row index, member index).
+        m_index = np.full(self._n_pad, -1, np.int64)
+        m_index[members] = np.arange(len(members))
+        pair = np.searchsorted(rows, q) * len(members) + m_index[v]
+        uniq, inv = np.unique(pair, return_inverse=True)
+        ri, midx = uniq // max(len(members), 1), uniq % max(len(members), 1)
+        keep = self._share_child_key(rows[ri], members[midx])
+        self._count(delta_entries=int(keep.sum()), constant_entries=int((~keep).sum()))
+        slot = r_off[ri] + pos[members[midx]]
+        buf = self._compute(params, dev, rows, ri[keep], members, midx[keep], slot[keep],
+                            row_off, pos, int(group_len[r_key].sum()))
+        # Items: every pair of every tree whose Delta was computed, weight c_t(q) c_t(v).
+        live = keep[inv]
+        idx: list[np.ndarray] = [slot[inv][live]]
+        seg: list[np.ndarray] = [s_tree[first][live].astype(np.int64)]
+        w: list[np.ndarray] = [(s_count[first] * s_count[second])[live]]
+        # Node pairs: same-key occurrence pairs of each tree (leaves included).
+        t_code, t_inv = np.unique(tree.astype(np.int64) * plan.n_keys + key, return_inverse=True)
+        per_key = np.bincount(t_inv, weights=count).astype(np.int64)
+        self._count(node_pairs=int(per_key @ per_key), blocks=1)
+        if plan.residual:  # the constant mu lam^2 on every same-key pair of a tree
+            idx.append(np.ones(len(t_code), np.int64))
+            seg.append(t_code // plan.n_keys)
+            w.append(per_key * per_key)
+        out = jnp.zeros(rows_pad, self.dtype)
+        return self._scatter(out, buf, *(np.concatenate(a) for a in (idx, seg, w)))
+
+    def _buffer_size(self, slots: int) -> int:
+        """A buffer size for `slots`: one this process already compiled programs for (same
+        kernel family and forest padding) if it is at most 4x the ladder size, else the
+        ladder size (remembered for later engines)."""
+        need = _ladder(slots)
+        shape_key = (self._static, self._n_pad, int(self.dev.child_flat.shape[0]), self.dtype)
+        with _SIZES_LOCK:
+            used = _BUFFER_SIZES.setdefault(shape_key, set())
+            fits = [size for size in used if need <= size <= 4 * need]
+            size = min(fits) if fits else need
+            used.add(size)
+        return size
+
+    def diag_slots(self, trees: np.ndarray) -> int:
+        """Buffer slots `diag_block(trees)` needs (its layout: stored nodes times their match
+        group), so callers can size blocks to the buffer already in use."""
+        node, _, _ = self._occurrences(np.asarray(trees, np.int64))
+        nodes = np.unique(node[self._stored[node]])
+        per_key = np.bincount(self.plan.key[nodes], minlength=self.plan.n_keys).astype(np.int64)
+        return _FIRST_SLOT + 1 + int(per_key @ per_key)
+
+    def buffer_slots(self) -> int:
+        """The Delta buffer size in use (0 before the first block): blocks that fit in it
+        reuse the programs compiled for it."""
+        return self._buf_size
+
+    def _share_child_key(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Residual mode: False where q and v have no child key in common (R(q, v) = 0, Delta
+        is the constant); True everywhere otherwise."""
+        if not self.plan.residual:
+            return np.ones(len(q), bool)
+        m = self._mask
+        return ((m[0, q] & m[0, v]) != 0) | ((m[1, q] & m[1, v]) != 0)
 
     def _pairs(self, rows, r_key, members, group_start, group_len):
         """The (row index, member index) pairs whose Delta entries must be computed.
@@ -503,7 +456,7 @@ class GramEngine:
         r_node, r_tree, r_count = row
         c_node, c_tree, c_count = col
         cols_pad = self._grow("_cols_pad", _bucket(n_cols, 512))
-        rows_pad = _bucket(n_rows)
+        rows_pad = self._grow("_rows_pad", _bucket(n_rows))
         # Node pairs these terms stand for: same-key occurrence pairs.
         rk_hist = np.bincount(plan.key[r_node], weights=r_count, minlength=plan.n_keys)
         ck_hist = np.bincount(plan.key[c_node], weights=c_count, minlength=plan.n_keys)
@@ -531,7 +484,7 @@ class GramEngine:
         target[vr_row[one]] = vr_tree[one]
         weight[vr_row[one]] = vr_w[one]
         target[shared] = rows_pad + np.arange(len(shared))
-        zs_pad = _bucket(len(shared)) if len(shared) else 0
+        zs_pad = self._grow("_zs_pad", _bucket(len(shared))) if len(shared) else 0
         if (rows_pad + zs_pad) * cols_pad >= 1 << 31:
             raise ValueError("Gram block too large for int32 indexing: use a smaller block_size")
         # Items of the stored rows: each computed pair (q, v) times v's column occurrences.
@@ -558,32 +511,29 @@ class GramEngine:
             it_idx.append(np.ones(len(kitem), np.int64))
             it_seg.append(target[vr] * cols_pad + c_tree[kitem])
             it_w.append(weight[vr] * c_count[kitem])
-        gz = jnp.zeros((rows_pad + zs_pad) * cols_pad, self.dtype)
+        gz = jnp.zeros(_ladder((rows_pad + zs_pad) * cols_pad, 1 << 16, 2), self.dtype)
         gz = self._scatter(gz, buf, *(np.concatenate(a) for a in (it_idx, it_seg, it_w)))
-        g = gz[: rows_pad * cols_pad]
+        a_shared = np.zeros((rows_pad, zs_pad), np.float64)
         if len(shared):
             z_of = np.full(n_vr, -1, np.int64)
             z_of[shared] = np.arange(len(shared))
-            a_shared = np.zeros((rows_pad, zs_pad), np.float64)
             np.add.at(a_shared, (vr_tree[~one], z_of[vr_row[~one]]), vr_w[~one])
-            g = _spread(g, jnp.asarray(a_shared, self.dtype), gz[rows_pad * cols_pad:],
-                        cols=cols_pad)
         self._count(blocks=1)
-        return g.reshape(rows_pad, cols_pad)[:n_rows, :n_cols]
+        return finish_block(gz, jnp.asarray(a_shared, self.dtype), rows_pad=rows_pad,
+                            cols_pad=cols_pad)
 
     def _scatter(self, out, buf, idx, seg, weight):
         """out[seg[k]] += buf[idx[k]] * weight[k], in fixed-size chunks."""
-        step = _CHUNKS[-1]
+        step = _SCATTER_CHUNK
         for s in range(0, len(idx), step):
             e = min(s + step, len(idx))
             pad = step - (e - s)
-            out = _accumulate(
+            out = accumulate(
                 out,
                 buf,
                 jnp.asarray(np.pad(idx[s:e], (0, pad)).astype(np.int32)),
                 jnp.asarray(np.pad(seg[s:e], (0, pad)).astype(np.int32)),
                 jnp.asarray(np.pad(weight[s:e], (0, pad)).astype(self.dtype)),
-                n_out=out.shape[0],
             )
         return out
 
@@ -591,7 +541,8 @@ class GramEngine:
         """Runs the fill over the sorted entries `int32[3, E]` (q, v, buf slot), bucket by bucket.
 
         Entries go to the device in a few fixed-size pieces; each call reads its chunk out of a
-        piece by offset, so a call costs one dispatch and no transfer.
+        piece by offset, so a call costs one dispatch and no transfer. Each arity-class pair
+        has one chunk length (one compiled program); a bucket's last chunk is padded.
         """
         n_cls = len(_CLASSES)
         piece, piece_start = None, 0
@@ -600,20 +551,16 @@ class GramEngine:
             a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
             if self.plan.family == "aligned":
                 b_pad = a_pad
-            # Chunks of at most `full` entries (a working set [E, A, B] of about the same size
-            # for every bucket); a short remainder is padded to full/8 or full/64 only: three
-            # compilations per (a_pad, b_pad), little padded work on small levels.
-            full = max(_CHUNKS[0], _CHUNKS[-1] // max(1, a_pad * b_pad))
-            for s in range(s0, e0, full):
-                e = min(s + full, e0)
-                step = next(c for c in (full >> 6, full >> 3, full) if c >= e - s)
+            step = _step(a_pad, b_pad)
+            for s in range(s0, e0, step):
+                e = min(s + step, e0)
                 if piece is None or e > piece_start + _PIECE:
                     piece_start = s
-                    host = np.zeros((3, _PIECE + _CHUNKS[-1]), np.int32)
+                    host = np.zeros((3, _PIECE + _STEP_CELLS), np.int32)
                     chunk = entries[:, s: s + _PIECE]
                     host[:, : chunk.shape[1]] = chunk
                     piece = jnp.asarray(host)
-                buf = _fill(
+                buf = fill_entries(
                     buf, piece, np.int32(s - piece_start), np.int32(e - s), dev, dev_row_off,
                     dev_pos, params, plan_static=self._static, a_pad=a_pad, b_pad=b_pad,
                     step=step,
@@ -621,86 +568,7 @@ class GramEngine:
         return buf
 
 
-def compute_gram(
-    engine: GramEngine,
-    params: Params,
-    rows: np.ndarray,
-    cols: np.ndarray | None,
-    *,
-    block_size: int = 128,
-    progress: bool = False,
-    threads: int = 2,
-    devices: Sequence[Any] | None = None,
-) -> jax.Array:
-    """The Gram matrix of trees `rows` against `cols` (None: `rows` against itself, symmetric).
-
-    Row blocks run on `threads` host threads: one block's numpy planning overlaps another's
-    compiled recurrences (both release the GIL). Each block's result does not depend on the
-    threads, so neither does the Gram matrix. Under a JAX transformation (traced parameters:
-    grad, vmap, jit) blocks run in the calling thread, where the trace lives.
-
-    With `devices` (JAX devices, e.g. `jax.devices()`), the row blocks are sharded over them:
-    block b runs on `devices[b % len(devices)]`, at least one host thread per device, and the
-    blocks are gathered on `devices[0]`. A block's values do not depend on where it ran.
-    """
-    n = len(rows)
-    symmetric = cols is None
-    m = n if symmetric else len(cols)
-    t0 = time.perf_counter()
-    starts = list(range(0, n, block_size))
-
-    traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
-    if devices is not None:
-        devices = list(devices)
-        if not devices:
-            raise ValueError("devices must name at least one JAX device")
-        if traced:
-            raise ValueError("devices= shards concrete Gram blocks; under jit/grad/vmap the "
-                             "blocks run in the tracing thread: leave devices unset there")
-        threads = max(threads, len(devices))
-        # The parameters (SPTK's word vectors among them) go to each device once, not per block.
-        params_on = {d: jax.device_put(params, d) for d in devices}
-
-    def run(b: int, s: int) -> jax.Array:
-        e = min(s + block_size, n)
-        if devices is None:
-            part = engine.block(rows[s:e], rows[s:] if cols is None else cols, params, None)
-        else:
-            device = devices[b % len(devices)]
-            part = engine.block(rows[s:e], rows[s:] if cols is None else cols,
-                                params_on[device], device)
-            part = jax.device_put(part, devices[0])
-        return part if traced else part.block_until_ready()  # [e - s, n - s] or [e - s, m]
-
-    blocks: list[jax.Array] = [jnp.zeros(0)] * len(starts)
-    if traced or threads <= 1:
-        for b, s in enumerate(starts):
-            blocks[b] = run(b, s)
-            if progress:
-                _progress(b + 1, len(starts), time.perf_counter() - t0)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            futures = {pool.submit(run, b, s): b for b, s in enumerate(starts)}
-            for done, fut in enumerate(concurrent.futures.as_completed(futures)):
-                blocks[futures[fut]] = fut.result()
-                if progress:
-                    _progress(done + 1, len(starts), time.perf_counter() - t0)
-    if not symmetric:
-        return jnp.concatenate(blocks, axis=0) if blocks else jnp.zeros((0, m), engine.dtype)
-    upper = jnp.concatenate(
-        [jnp.pad(part, ((0, 0), (s, 0))) for s, part in zip(starts, blocks)], axis=0
-    ) if blocks else jnp.zeros((0, 0), engine.dtype)
-    return jnp.triu(upper) + jnp.triu(upper, 1).T
-
-
-def _progress(done: int, total: int, elapsed: float) -> None:
-    width = 30
-    fill = width * done // total
-    eta = elapsed / done * (total - done)
-    sys.stderr.write(
-        f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} blocks "
-        f"{elapsed:6.1f}s elapsed, ~{eta:5.1f}s left"
-    )
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+def _step(a_pad: int, b_pad: int) -> int:
+    """Entries per call for an arity-class pair: a power of two, about _STEP_CELLS cells."""
+    cells = max(1, a_pad * b_pad)
+    return max(_MIN_STEP, _STEP_CELLS >> max(0, (cells - 1).bit_length()))

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..trees._forest import Forest
 from ..trees._tree import Tree
-from ._engine import Counts, GramEngine, compute_gram
+from ._engine import Counts, GramEngine
+from ._schedule import compute_diag, compute_gram
 
 if TYPE_CHECKING:
     from ._tree_kernels import AbstractTreeKernel
@@ -63,18 +63,16 @@ class PreparedTrees:
 
     def block(self, rows: np.ndarray, cols: np.ndarray | None = None, *, block_size: int = 128,
               threads: int = 2, devices: Sequence[Any] | None = None,
-              progress: bool = False) -> jax.Array:
+              progress: bool = False, out: np.ndarray | None = None) -> Any:
         """The raw kernel block `K[rows, cols]` between trees of the collection (`cols=None`:
-        `rows` against themselves, symmetric). Options as `compute_gram`."""
+        `rows` against themselves, symmetric): a JAX array, or `out` filled in place.
+        Options as `compute_gram`."""
         rows = np.asarray(rows, np.int64)
         cols = None if cols is None else np.asarray(cols, np.int64)
         return compute_gram(self.engine, self.params, rows, cols, block_size=block_size,
-                            progress=progress, threads=threads, devices=devices)
+                            progress=progress, threads=threads, devices=devices, out=out)
 
-    def diag(self, idx: np.ndarray, *, block_size: int = 128) -> jax.Array:
-        """Self-kernels K(t, t) of the trees `idx` (diagonals of square blocks)."""
-        idx = np.asarray(idx, np.int64)
-        parts = [jnp.diagonal(self.engine.block(idx[s:s + block_size], idx[s:s + block_size],
-                                                self.params))
-                 for s in range(0, len(idx), block_size)]
-        return jnp.concatenate(parts) if parts else jnp.zeros(0, self.dtype)
+    def diag(self, idx: np.ndarray, *, block_size: int = 512, threads: int = 2) -> jax.Array:
+        """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree)."""
+        return compute_diag(self.engine, self.params, idx, block_size=block_size,
+                            threads=threads)

@@ -24,11 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._programs import program_stats
 from .._validate import is_traced
 from ..trees._forest import Forest
 from ..trees._svmlight import Example
 from ..trees._tree import Tree
-from ._base import AbstractKernel, resolve_dtype
+from ._base import AbstractKernel, check_options, resolve_dtype
 from ._engine import MatchPlan, Params
 from ._prepared import PreparedTrees
 
@@ -54,11 +55,15 @@ def as_trees(xs: Sequence[Any], tree_index: int) -> list[Tree]:
     return out
 
 
-def _check_finite(g: jax.Array, dtype: jnp.dtype) -> jax.Array:
+def _check_finite(g: Any, dtype: jnp.dtype) -> Any:
     msg = _OVERFLOW.format(dtype=dtype.name)
     if is_traced(g):
         return eqx.error_if(g, ~jnp.all(jnp.isfinite(g)), msg)
-    if not bool(jnp.all(jnp.isfinite(g))):
+    if isinstance(g, np.ndarray):  # the caller's `out` (maybe a memory map): row chunks
+        finite = all(np.isfinite(g[s:s + 256]).all() for s in range(0, g.shape[0], 256))
+    else:
+        finite = bool(jnp.all(jnp.isfinite(g)))
+    if not finite:
         raise FloatingPointError(msg)
     return g
 
@@ -68,8 +73,11 @@ class AbstractTreeKernel(AbstractKernel):
 
     `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
     per block), `threads` (host threads computing blocks at once; under jit/grad/vmap the
-    blocks run in the calling thread), `devices` (JAX devices to shard the row blocks over),
-    `stats` (a dict that receives the work counters).
+    blocks run in the calling thread), `devices` (JAX devices to spread the row blocks over),
+    `stats` (a dict that receives the work counters and `programs`, the XLA programs built
+    during the call), `out` (a float NumPy array or `np.memmap` the Gram matrix is written
+    into, block by block, and returned: memory stays at the output plus one block's working
+    set per thread).
     """
 
     tree_index: eqx.AbstractVar[int]
@@ -92,26 +100,50 @@ class AbstractTreeKernel(AbstractKernel):
                              expanded)
 
     def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=128, threads=2,
-             devices=None, stats=None):
+             devices=None, stats=None, out=None):
+        before = int(program_stats()["programs"])
         trees1 = as_trees(x1, self.tree_index)
         trees2 = [] if x2 is None else as_trees(x2, self.tree_index)
         prepared = PreparedTrees(self, trees1 + trees2, resolve_dtype(dtype))
         rows = np.arange(len(trees1))
         cols = None if x2 is None else np.arange(len(trees1), prepared.n_trees)
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
-                           threads=threads, devices=devices)
-        if stats is not None:
-            c = prepared.counts
-            stats.update(trees=prepared.n_trees, total_nodes=prepared.total_nodes,
-                         forest_nodes=prepared.forest_nodes, delta_entries=c.delta_entries,
-                         constant_entries=c.constant_entries, node_pairs=c.node_pairs,
-                         blocks=c.blocks)
+                           threads=threads, devices=devices, out=out)
+        _report(prepared, stats, before)
         return _check_finite(g, prepared.dtype)
 
-    def diag(self, x, *, dtype=None, block_size=128, **options):
+    def gram_and_diag(self, x1, x2, *, dtype=None, progress=False, block_size=128, threads=2,
+                      devices=None, stats=None, out=None):
+        """The block and both sides' self-kernels on one prepared forest (one set of
+        compiled programs; the self-kernels compute only the node pairs within a tree)."""
+        before = int(program_stats()["programs"])
+        trees1, trees2 = as_trees(x1, self.tree_index), as_trees(x2, self.tree_index)
+        prepared = PreparedTrees(self, trees1 + trees2, resolve_dtype(dtype))
+        n1 = len(trees1)
+        g = prepared.block(np.arange(n1), np.arange(n1, prepared.n_trees),
+                           block_size=block_size, progress=progress, threads=threads,
+                           devices=devices, out=out)
+        d = prepared.diag(np.arange(prepared.n_trees), threads=threads)
+        _report(prepared, stats, before)
+        d = _check_finite(d, prepared.dtype)
+        return _check_finite(g, prepared.dtype), d[:n1], d[n1:]
+
+    def diag(self, x, *, dtype=None, **options):
+        check_options(self, options)
         prepared = self.prepare(x, dtype=dtype)
-        d = prepared.diag(np.arange(prepared.n_trees), block_size=block_size)
+        d = prepared.diag(np.arange(prepared.n_trees), threads=options.get("threads", 2))
         return _check_finite(d, prepared.dtype)
+
+
+def _report(prepared: PreparedTrees, stats: dict | None, programs_before: int) -> None:
+    """The work counters of a computation into the caller's `stats` dict."""
+    if stats is None:
+        return
+    c = prepared.counts
+    stats.update(trees=prepared.n_trees, total_nodes=prepared.total_nodes,
+                 forest_nodes=prepared.forest_nodes, delta_entries=c.delta_entries,
+                 constant_entries=c.constant_entries, node_pairs=c.node_pairs,
+                 blocks=c.blocks, programs=program_stats()["programs"] - programs_before)
 
 
 def _internal_production_keys(forest: Forest, with_leaves: bool) -> tuple[np.ndarray, int]:

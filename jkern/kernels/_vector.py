@@ -15,7 +15,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ..trees._svmlight import Example
-from ._base import AbstractKernel, check_options, resolve_dtype
+from ._base import AbstractKernel, check_options, into_out, resolve_dtype
 
 
 def _dense(x1: Any, x2: Any, vector_index: int, dtype) -> tuple[jnp.ndarray, jnp.ndarray | None]:
@@ -62,7 +62,7 @@ class AbstractVectorKernel(AbstractKernel):
         check_options(self, options)  # tree options pass through algebra; others are errors
         dt = resolve_dtype(dtype)
         a, b = _dense(x1, x2, self.vector_index, dt)
-        return self._gram(a, a if b is None else b)
+        return into_out(self._gram(a, a if b is None else b), options.get("out"))
 
     def diag(self, x, *, dtype=None, **options):
         check_options(self, options)

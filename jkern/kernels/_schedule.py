@@ -1,0 +1,195 @@
+"""Scheduling Gram blocks: row blocks over host threads and JAX devices, assembled on the host.
+
+Each row block is one `GramEngine.block` call (planning on the host, recurrences compiled);
+blocks run on `threads` host threads, so one block's numpy planning overlaps another's
+compiled recurrences (both release the GIL). Finished blocks are copied straight into the
+output array (a NumPy array, or the caller's `out`, e.g. a memory-mapped `.npy`), so a Gram
+matrix costs its output plus one block's working set per thread. A block's values do not
+depend on the thread or device that computed it, so neither does the Gram matrix.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._validate import is_traced
+from ..errors import InputError
+from ._engine import GramEngine
+from ._recurrences import Params
+
+
+def _check_out(out: Any, shape: tuple[int, int], dtype: Any) -> np.ndarray:
+    if not isinstance(out, np.ndarray):
+        raise InputError(f"out must be a NumPy array (or np.memmap), got {type(out).__name__}")
+    if out.shape != shape:
+        raise InputError(f"out has shape {out.shape}; this Gram matrix is {shape}")
+    if out.dtype not in (np.float32, np.float64):
+        raise InputError(f"out must be float32 or float64, got {out.dtype}")
+    if np.dtype(out.dtype).itemsize < np.dtype(dtype).itemsize:
+        raise InputError(f"out is {out.dtype} but the Gram matrix is computed in "
+                         f"{np.dtype(dtype).name}: values would be rounded")
+    if not out.flags.writeable:
+        raise InputError("out is read-only")
+    return out
+
+
+def _run_blocks(jobs: list[Callable[[], None]], threads: int, progress: bool) -> None:
+    t0 = time.perf_counter()
+    if threads <= 1 or len(jobs) <= 1:
+        for done, job in enumerate(jobs):
+            job()
+            if progress:
+                _progress(done + 1, len(jobs), time.perf_counter() - t0)
+        return
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        for done, fut in enumerate(concurrent.futures.as_completed(futures)):
+            fut.result()
+            if progress:
+                _progress(done + 1, len(jobs), time.perf_counter() - t0)
+
+
+def _devices(devices: Sequence[Any] | None, traced: bool) -> list[Any] | None:
+    if devices is None:
+        return None
+    devices = list(devices)
+    if not devices:
+        raise ValueError("devices must name at least one JAX device")
+    if traced:
+        raise ValueError("devices= shards concrete Gram blocks; under jit/grad/vmap the "
+                         "blocks run in the tracing thread: leave devices unset there")
+    return devices
+
+
+def compute_gram(
+    engine: GramEngine,
+    params: Params,
+    rows: np.ndarray,
+    cols: np.ndarray | None,
+    *,
+    block_size: int = 128,
+    progress: bool = False,
+    threads: int = 2,
+    devices: Sequence[Any] | None = None,
+    out: np.ndarray | None = None,
+) -> Any:
+    """The Gram matrix of trees `rows` against `cols` (None: `rows` against itself, symmetric).
+
+    Returns a JAX array, or `out` (filled in place) when given. Under a JAX transformation
+    (traced parameters: grad, vmap, jit) blocks run in the calling thread, where the trace
+    lives, and are assembled with JAX operations.
+
+    With `devices` (JAX devices, e.g. `jax.devices()`), the row blocks are spread over them:
+    block b runs on `devices[b % len(devices)]`, with at least one host thread per device.
+    """
+    n = len(rows)
+    symmetric = cols is None
+    m = n if symmetric else len(cols)
+    starts = list(range(0, n, block_size))
+    traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
+    devices = _devices(devices, traced)
+    params_on: dict[Any, Params] = {None: params}
+    if devices is not None:
+        threads = max(threads, len(devices))
+        # The parameters (SPTK's word vectors among them) go to each device once, not per block.
+        params_on = {d: jax.device_put(params, d) for d in devices}
+
+    def block(b: int, s: int):
+        e = min(s + block_size, n)
+        col_ids = rows[s:] if cols is None else cols
+        device = None if devices is None else devices[b % len(devices)]
+        part = engine.block(rows[s:e], col_ids, params_on[device], device)
+        return part, e, len(col_ids)
+
+    if traced:
+        if out is not None:
+            raise ValueError("out= takes concrete Gram blocks; under jit/grad/vmap leave it unset")
+        parts = []
+        for b, s in enumerate(starts):
+            part, e, width = block(b, s)
+            parts.append(part[: e - s, :width])
+        if not parts:
+            return jnp.zeros((n, m), engine.dtype)
+        if not symmetric:
+            return jnp.concatenate(parts, axis=0)
+        upper = jnp.concatenate(
+            [jnp.pad(p, ((0, 0), (s, 0))) for s, p in zip(starts, parts)], axis=0)
+        return jnp.triu(upper) + jnp.triu(upper, 1).T
+
+    result = (np.empty((n, m), engine.dtype) if out is None
+              else _check_out(out, (n, m), engine.dtype))
+
+    def job(b: int, s: int) -> Callable[[], None]:
+        def run() -> None:
+            part, e, n_cols = block(b, s)
+            values = np.asarray(part)[: e - s, :n_cols]  # waits for the block
+            if symmetric:  # rows s:e against s:, its mirror, and exact symmetry
+                side = e - s  # the diagonal square: its upper triangle wins
+                square = values[:, :side]
+                result[s:e, s:e] = np.triu(square) + np.triu(square, 1).T
+                result[s:e, e:] = values[:, side:]
+                result[e:, s:e] = values[:, side:].T
+            else:
+                result[s:e] = values
+        return run
+
+    _run_blocks([job(b, s) for b, s in enumerate(starts)], threads, progress)
+    return result if out is not None else jnp.asarray(result)
+
+
+def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
+                 block_size: int = 512, threads: int = 2) -> Any:
+    """Self-kernels K(t, t) of the trees `idx` (a JAX array); only the node pairs that share a
+    tree are computed. Blocks of at most `block_size` trees, halved until their buffer fits
+    the one the engine already uses (the same compiled programs)."""
+    idx = np.asarray(idx, np.int64)
+    budget = max(engine.buffer_slots(), _DIAG_SLOTS)
+
+    def fit(part: np.ndarray) -> list[np.ndarray]:
+        if len(part) <= 1 or engine.diag_slots(part) <= budget:
+            return [part]
+        half = len(part) // 2
+        return fit(part[:half]) + fit(part[half:])
+
+    parts = [p for s in range(0, len(idx), block_size) for p in fit(idx[s:s + block_size])]
+    traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
+    if traced:
+        values = [engine.diag_block(p, params)[: len(p)] for p in parts]
+        return jnp.concatenate(values) if values else jnp.zeros(0, engine.dtype)
+    result = np.empty(len(idx), engine.dtype)
+    offsets = np.cumsum([0] + [len(p) for p in parts])
+
+    def job(k: int) -> Callable[[], None]:
+        def run() -> None:
+            part = parts[k]
+            result[offsets[k]:offsets[k + 1]] = np.asarray(
+                engine.diag_block(part, params))[: len(part)]
+        return run
+
+    _run_blocks([job(k) for k in range(len(parts))], threads, False)
+    return jnp.asarray(result)
+
+
+# Buffer slots a block of self-kernels may use when no Gram block has set the size yet.
+_DIAG_SLOTS = 1 << 20
+
+
+def _progress(done: int, total: int, elapsed: float) -> None:
+    width = 30
+    fill = width * done // total
+    eta = elapsed / done * (total - done)
+    sys.stderr.write(
+        f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} blocks "
+        f"{elapsed:6.1f}s elapsed, ~{eta:5.1f}s left"
+    )
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
