@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 import jkern
-from jkern.data import load_stdlib_functions, load_trec
+from jkern.data import load_stdlib_functions, load_trec, stratified_split
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
@@ -40,21 +40,6 @@ DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
 def make_kernel(name: str, lam: float, mu: float):
     """The normalized tree kernel named on the command line."""
     return jkern.Normalized(jkern.kernels.kernel_by_name(name, lam=lam, mu=mu))
-
-
-def stratified_split(labels: list[str], test_fraction: float, rng: np.random.Generator):
-    """Indices (train, test): `test_fraction` of every class goes to test."""
-    by_class: dict[str, list[int]] = collections.defaultdict(list)
-    for i, y in enumerate(labels):
-        by_class[y].append(i)
-    train: list[int] = []
-    test: list[int] = []
-    for y in sorted(by_class):
-        idx = rng.permutation(by_class[y])
-        n_test = int(round(test_fraction * len(idx)))
-        test.extend(idx[:n_test].tolist())
-        train.extend(idx[n_test:].tolist())
-    return sorted(train), sorted(test)
 
 
 def cap(indices: list[int], n: int | None, rng: np.random.Generator) -> list[int]:
@@ -69,7 +54,7 @@ def load(args: argparse.Namespace, rng: np.random.Generator):
     if args.corpus == "stdlib":
         data = load_stdlib_functions()
         trees, labels = data.trees, data.labels
-        tr, te = stratified_split(labels, 0.2, rng)
+        tr, te = (ix.tolist() for ix in stratified_split(labels, 0.2, seed=args.seed))
         tr, te = cap(tr, args.n_train, rng), cap(te, args.n_test, rng)
         return (
             [trees[i] for i in tr],

@@ -31,6 +31,7 @@ are printed beside (`recorded_tk_cpu_s`).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -119,11 +120,11 @@ def make_kernel(name: str, trees):
         return jkern.PTK(0.4, 0.4, max_subseq=5)
     if name == "ptk":
         return jkern.PTK(0.4, 0.4)
-    if name == "sptk":
+    if name == "sptk":  # GloVe 6B 50-d for the words of the trees, Gaussian similarity
         from jkern.data import glove_6b_50d, tree_words
 
-        vectors = glove_6b_50d().subset(tree_words(trees))
-        return jkern.SPTK(vectors.words, vectors.vectors, 0.4, 0.4, gamma=3.0)
+        vocab, vectors = glove_6b_50d().for_words(tree_words(trees))
+        return jkern.SPTK(vocab, vectors, 0.4, 0.4, gamma=3.0)
     raise ValueError(name)
 
 
@@ -147,7 +148,18 @@ def worker(name: str, data_dir: str, threads: int) -> None:
                        threads=threads, stats=stats)
     g = np.asarray(g)
     seconds = time.perf_counter() - t0
-    out = {"gram_seconds": seconds, "gram_sum": float(g.sum()), "shape": list(g.shape),
+    # the same call again in this process: every program built, the engine's work alone
+    t0 = time.perf_counter()
+    if block == "square":
+        again = jkern.gram(kernel, trees, dtype="float64", threads=threads)
+    else:
+        again = jkern.gram(kernel, trees[:n_rows], trees[n_rows:], dtype="float64",
+                           threads=threads)
+    np.asarray(again)
+    seconds_again = time.perf_counter() - t0
+    del again
+    out = {"gram_seconds": seconds, "gram_seconds_again": seconds_again,
+           "gram_sum": float(g.sum()), "shape": list(g.shape),
            "programs": stats["programs"], "delta_entries": stats["delta_entries"],
            "constant_entries": stats["constant_entries"], "node_pairs": stats["node_pairs"],
            "trees": stats["trees"], "forest_nodes": stats["forest_nodes"],
@@ -156,25 +168,6 @@ def worker(name: str, data_dir: str, threads: int) -> None:
 
 
 # --------------------------------------------------------------------------- the parent
-def measured(cmd: list[str], env: dict, one_core: bool) -> tuple[dict, str]:
-    """Runs `cmd`; (wall_s, cpu_s, peak_rss_mb) of that process alone, and its stdout."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out:
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=subprocess.PIPE, text=True,
-            preexec_fn=(lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
-            if one_core else None)
-        _, err = proc.communicate()
-        _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        text = out.read()
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
-    assert usage is None or status == 0
-    return {"wall_s": wall}, text
-
-
 def run_measured(cmd: list[str], env: dict, one_core: bool) -> tuple[dict, str]:
     """`cmd` in a fresh process: wall, CPU (user + sys) and peak RSS from wait4."""
     t0 = time.perf_counter()
@@ -222,8 +215,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="measured runs per setting")
     ap.add_argument("--svmlight-tk", default=None,
                     help="folder with the tk_gram / tk_gram_exact harness binaries")
-    ap.add_argument("--worker", default=None, help=argparse_hidden())
-    ap.add_argument("--worker-threads", type=int, default=2, help=argparse_hidden())
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-threads", type=int, default=2, help=argparse.SUPPRESS)
     args = parse_args(ap, argv, "bench_gram", SMOKE)
     if args.worker:
         worker(args.worker, args.data_dir, args.worker_threads)
@@ -244,7 +237,6 @@ def main(argv=None) -> int:
             variants = ["warm", "cold"] if name.startswith("small-") else ["warm"]
             tk_data = None
             if tk_dir is not None:
-                sys.path.insert(0, str(Path(__file__).resolve().parent))
                 trees, n_rows = load_trees(source, args.data_dir)
                 tk_data = scratch / f"{name}.dat"
                 write_tk_file(trees, tk_data)
@@ -262,12 +254,6 @@ def main(argv=None) -> int:
     return 0
 
 
-def argparse_hidden():
-    import argparse
-
-    return argparse.SUPPRESS
-
-
 def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name,
            "--worker-threads", str(threads), "--data-dir", args.data_dir,
@@ -283,20 +269,26 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
             env["JKERN_CACHE_DIR"] = str(scratch / f"xla-cold-{name}-{threads}-{r}")
         usage, text = run_measured(cmd, env, threads == 1)
         result = json.loads(next(x for x in text.splitlines() if x.startswith("RESULT "))[7:])
-        runs.append({**usage, "gram_s": result["gram_seconds"]})
+        runs.append({**usage, "gram_s": result["gram_seconds"],
+                     "gram_again_s": result["gram_seconds_again"]})
         if tk_cmd is not None and threads == 1 and variant == "warm":
             usage, text = run_measured(tk_cmd, dict(os.environ), True)
             tk_runs.append({**usage, **json.loads(text.strip().splitlines()[-1])})
     row = {
         "workload": name, "threads": threads, "cache": variant, "repeats": args.repeats,
         "wall_s": median_of(runs, "wall_s"), "cpu_s": median_of(runs, "cpu_s"),
-        "gram_s": median_of(runs, "gram_s"), "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "gram_s": median_of(runs, "gram_s"), "gram_again_s": median_of(runs, "gram_again_s"),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
         "programs": result["programs"], "delta_entries": result["delta_entries"],
         "constant_entries": result["constant_entries"], "node_pairs": result["node_pairs"],
         "trees": result["trees"], "forest_nodes": result["forest_nodes"],
         "shape": result["shape"], "gram_sum": result["gram_sum"],
         "runs": runs,
     }
+    rows_n, cols_n = result["shape"]
+    pairs = rows_n * (rows_n + 1) // 2 if WORKLOADS[name][2] == "square" else rows_n * cols_n
+    row["tree_pairs"] = pairs
+    row["us_per_pair_again"] = 1e6 * row["gram_again_s"] / pairs
     if tk_runs:
         tk_cpu = median_of(tk_runs, "cpu_s")
         row.update(tk_cpu_s=tk_cpu, tk_wall_s=median_of(tk_runs, "wall_s"),
@@ -320,22 +312,25 @@ def print_row(row: dict) -> None:
         tk = (f" | recorded SVM-Light-TK {row['recorded_tk_cpu_s']} CPU-s, ratio "
               f"{row['cpu_ratio_vs_recorded']:.2f}")
     print(f"{row['workload']:<20} threads {row['threads']} {row['cache']:<4}: wall "
-          f"{row['wall_s']:.2f} s, CPU {row['cpu_s']:.2f} s, Gram {row['gram_s']:.2f} s, "
+          f"{row['wall_s']:.2f} s, CPU {row['cpu_s']:.2f} s, Gram {row['gram_s']:.2f} s "
+          f"(again in-process {row['gram_again_s']:.2f} s, "
+          f"{row['us_per_pair_again']:.2f} us/pair), "
           f"peak RSS {row['peak_rss_mb']:.0f} MB, {row['programs']} programs, "
           f"{row['delta_entries']:,} Delta entries{tk}", flush=True)
 
 
 def write_table(rows: list[dict], path: Path) -> None:
-    head = ("| workload | threads | cache | wall s | CPU s | Gram s | peak RSS MB | programs "
-            "| Delta entries | SVM-Light-TK CPU s | CPU ratio |\n"
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    head = ("| workload | threads | cache | wall s | CPU s | Gram s | again s | µs/pair "
+            "| peak RSS MB | programs | Delta entries | SVM-Light-TK CPU s | CPU ratio |\n"
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     lines = []
     for r in rows:
         tk = r.get("tk_cpu_s", r.get("recorded_tk_cpu_s"))
         ratio = r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded"))
         mark = "" if "tk_cpu_s" in r or tk is None else " (recorded)"
         lines.append(f"| {r['workload']} | {r['threads']} | {r['cache']} | {r['wall_s']:.2f} "
-                     f"| {r['cpu_s']:.2f} | {r['gram_s']:.2f} | {r['peak_rss_mb']:.0f} "
+                     f"| {r['cpu_s']:.2f} | {r['gram_s']:.2f} | {r['gram_again_s']:.2f} "
+                     f"| {r['us_per_pair_again']:.2f} | {r['peak_rss_mb']:.0f} "
                      f"| {r['programs']} | {r['delta_entries']:,} "
                      f"| {'' if tk is None else f'{tk:.3g}{mark}'} "
                      f"| {'' if ratio is None else f'{ratio:.2f}'} |")

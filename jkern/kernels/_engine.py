@@ -55,6 +55,9 @@ _PAIR_CHUNK = 1 << 23
 _PIECE = 1 << 21
 # Smallest padded lengths of the forest arrays: forests up to this size share programs.
 _MIN_NODES = 1 << 16
+# Smallest Delta buffer (slots): zeroing it per block costs well under a millisecond, and
+# every small and medium block then shares one size, so one set of programs.
+_MIN_BUFFER = 1 << 20
 # Buffer sizes used so far in this process, per (kernel family, forest padding, dtype): a
 # later engine reuses one (and its compiled programs) rather than compile for a new size.
 _BUFFER_SIZES: dict[tuple, set[int]] = {}
@@ -367,7 +370,7 @@ class GramEngine:
         """A buffer size for `slots`: one this process already compiled programs for (same
         kernel family and forest padding) if it is at most 4x the ladder size, else the
         ladder size (remembered for later engines)."""
-        need = _ladder(slots)
+        need = _ladder(slots, _MIN_BUFFER)
         shape_key = (self._static, self._n_pad, int(self.dev.child_flat.shape[0]), self.dtype)
         with _SIZES_LOCK:
             used = _BUFFER_SIZES.setdefault(shape_key, set())
