@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -111,6 +112,13 @@ def load_trees(source: str, data_dir: str):
     raise ValueError(source)
 
 
+def process_age() -> float:
+    """Seconds since this process started (Linux /proc, 10 ms resolution)."""
+    start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
 def make_kernel(name: str, trees):
     import jkern
 
@@ -128,7 +136,7 @@ def make_kernel(name: str, trees):
     raise ValueError(name)
 
 
-def worker(name: str, data_dir: str, threads: int) -> None:
+def worker(name: str, data_dir: str, threads: int, again: bool = True) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -148,17 +156,23 @@ def worker(name: str, data_dir: str, threads: int) -> None:
                        threads=threads, stats=stats)
     g = np.asarray(g)
     seconds = time.perf_counter() - t0
+    # the whole process so far (start-up, data, kernel, Gram): what a user's run costs
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    first = {"cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
+             "wall_s": process_age()}
     # the same call again in this process: every program built, the engine's work alone
-    t0 = time.perf_counter()
-    if block == "square":
-        again = jkern.gram(kernel, trees, dtype="float64", threads=threads)
-    else:
-        again = jkern.gram(kernel, trees[:n_rows], trees[n_rows:], dtype="float64",
-                           threads=threads)
-    np.asarray(again)
-    seconds_again = time.perf_counter() - t0
-    del again
-    out = {"gram_seconds": seconds, "gram_seconds_again": seconds_again,
+    seconds_again = None
+    if again:
+        t0 = time.perf_counter()
+        if block == "square":
+            second = jkern.gram(kernel, trees, dtype="float64", threads=threads)
+        else:
+            second = jkern.gram(kernel, trees[:n_rows], trees[n_rows:], dtype="float64",
+                                threads=threads)
+        np.asarray(second)
+        seconds_again = time.perf_counter() - t0
+        del second
+    out = {"gram_seconds": seconds, "gram_seconds_again": seconds_again, "first": first,
            "gram_sum": float(g.sum()), "shape": list(g.shape),
            "programs": stats["programs"], "delta_entries": stats["delta_entries"],
            "constant_entries": stats["constant_entries"], "node_pairs": stats["node_pairs"],
@@ -217,9 +231,10 @@ def main(argv=None) -> int:
                     help="folder with the tk_gram / tk_gram_exact harness binaries")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-threads", type=int, default=2, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-once", action="store_true", help=argparse.SUPPRESS)
     args = parse_args(ap, argv, "bench_gram", SMOKE)
     if args.worker:
-        worker(args.worker, args.data_dir, args.worker_threads)
+        worker(args.worker, args.data_dir, args.worker_threads, again=not args.worker_once)
         return 0
 
     names = [w for w in args.workloads.split(",") if w]
@@ -267,9 +282,12 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
     for r in range(args.repeats):
         if variant == "cold":
             env["JKERN_CACHE_DIR"] = str(scratch / f"xla-cold-{name}-{threads}-{r}")
-        usage, text = run_measured(cmd, env, threads == 1)
+        whole, text = run_measured(cmd, env, threads == 1)
         result = json.loads(next(x for x in text.splitlines() if x.startswith("RESULT "))[7:])
-        runs.append({**usage, "gram_s": result["gram_seconds"],
+        # CPU and peak RSS up to the end of the first Gram (the worker computes it a second
+        # time after that, in the same process, for `gram_again_s`)
+        runs.append({**result["first"], "process_wall_s": whole["wall_s"],
+                     "gram_s": result["gram_seconds"],
                      "gram_again_s": result["gram_seconds_again"]})
         if tk_cmd is not None and threads == 1 and variant == "warm":
             usage, text = run_measured(tk_cmd, dict(os.environ), True)

@@ -42,7 +42,8 @@ def enable_default() -> Path | None:
     program set its own. Returns the directory, or None when left off."""
     import jax
 
-    if os.environ.get("JKERN_NO_CACHE") == "1" or getattr(jax.config, "jax_compilation_cache_dir", None):
+    chosen = getattr(jax.config, "jax_compilation_cache_dir", None)
+    if os.environ.get("JKERN_NO_CACHE") == "1" or chosen:
         return None
     try:
         return enable_compilation_cache()

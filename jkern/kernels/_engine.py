@@ -50,7 +50,7 @@ _FIRST_SLOT = 2
 # Residual-mode pair selection: groups with at least this many (row, member) candidates are
 # tested as one dense bitset outer product; candidate arrays are built in chunks of this size.
 _DENSE_GROUP = 1 << 16
-_PAIR_CHUNK = 1 << 23
+_PAIR_CHUNK = 1 << 20
 # Sorted Delta entries go to the device in pieces of this many entries.
 _PIECE = 1 << 21
 # Smallest padded lengths of the forest arrays: forests up to this size share programs.
@@ -58,6 +58,9 @@ _MIN_NODES = 1 << 16
 # Smallest Delta buffer (slots): zeroing it per block costs well under a millisecond, and
 # every small and medium block then shares one size, so one set of programs.
 _MIN_BUFFER = 1 << 20
+# Largest buffer a row block may need: bigger blocks are split by rows (`block_slots`), so
+# a block's working set stays bounded whatever the corpus (a single row may exceed it).
+MAX_BUFFER = 1 << 22
 # Buffer sizes used so far in this process, per (kernel family, forest padding, dtype): a
 # later engine reuses one (and its compiled programs) rather than compile for a new size.
 _BUFFER_SIZES: dict[tuple, set[int]] = {}
@@ -293,14 +296,18 @@ class GramEngine:
         r_height = f.height[rows]
         levels = np.unique(r_height)
         r_code = (np.searchsorted(levels, r_height) * n_cls + self._aclass[rows]) * n_cls
-        code = r_code[ri] + self._aclass[members][midx]
+        code = r_code.astype(np.int32)[ri] + self._aclass[members].astype(np.int32)[midx]
         order = np.argsort(code.astype(np.uint16) if code.max(initial=0) < 1 << 16 else code,
                            kind="stable")  # 16-bit keys: numpy's radix sort
         code = code[order]
         cuts = np.concatenate([[0], np.flatnonzero(np.diff(code)) + 1, [len(code)]])
         if len(code) == 0:
             cuts = cuts[:1]
-        entries = np.stack([rows[ri[order]], members[midx[order]], slots[order]]).astype(np.int32)
+        entries = np.empty((3, len(order)), np.int32)  # (q, v, slot), int32 throughout
+        np.take(rows.astype(np.int32), np.take(ri, order), out=entries[0])
+        np.take(members.astype(np.int32), np.take(midx, order), out=entries[1])
+        np.take(slots.astype(np.int32), order, out=entries[2])
+        del order
         return self._fill_buckets(buf, entries, code, cuts, jnp.asarray(row_off),
                                   jnp.asarray(pos), params, dev)
 
@@ -311,8 +318,10 @@ class GramEngine:
             row[0], col[0])
         r_len = group_len[r_key]
         ri, midx = self._pairs(rows, r_key, members, group_start, group_len)
+        ri, midx = ri.astype(np.int32), midx.astype(np.int32)  # the block's largest arrays
         self._count(delta_entries=len(ri), constant_entries=int(r_len.sum()) - len(ri))
-        out = (r_off - group_start[r_key])[ri] + midx  # the buf slot of Delta(rows[ri], v)
+        # the buf slot of Delta(rows[ri], v)
+        out = (r_off - group_start[r_key]).astype(np.int32)[ri] + midx
         buf = self._compute(params, dev, rows, ri, members, midx, out, row_off, pos,
                             int(r_len.sum()))
         return self._contract(buf, rows, ri, midx, out, members, row, col,
@@ -368,9 +377,9 @@ class GramEngine:
 
     def _buffer_size(self, slots: int) -> int:
         """A buffer size for `slots`: one this process already compiled programs for (same
-        kernel family and forest padding) if it is at most 4x the ladder size, else the
-        ladder size (remembered for later engines)."""
-        need = _ladder(slots, _MIN_BUFFER)
+        kernel family and forest padding) if it is at most 4x the size needed, else the
+        needed size rounded up to a power of two (remembered for later engines)."""
+        need = _ladder(slots, _MIN_BUFFER, 2)
         shape_key = (self._static, self._n_pad, int(self.dev.child_flat.shape[0]), self.dtype)
         with _SIZES_LOCK:
             used = _BUFFER_SIZES.setdefault(shape_key, set())
@@ -378,6 +387,16 @@ class GramEngine:
             size = min(fits) if fits else need
             used.add(size)
         return size
+
+    def block_slots(self, row_trees: np.ndarray, col_trees: np.ndarray) -> int:
+        """Buffer slots `block(row_trees, col_trees)` needs: its layout, each stored row
+        node times the stored column nodes of its match group."""
+        col, _, _ = self._occurrences(np.asarray(col_trees, np.int64))
+        row, _, _ = self._occurrences(np.asarray(row_trees, np.int64))
+        members = np.unique(col[self._stored[col]])
+        per_key = np.bincount(self.plan.key[members], minlength=self.plan.n_keys)
+        rows = np.unique(row[self._stored[row]])
+        return _FIRST_SLOT + 1 + int(per_key[self.plan.key[rows]].astype(np.int64).sum())
 
     def diag_slots(self, trees: np.ndarray) -> int:
         """Buffer slots `diag_block(trees)` needs (its layout: stored nodes times their match
@@ -499,10 +518,18 @@ class GramEngine:
         occ_tree, occ_count = c_tree[c_st][by_mem], c_count[c_st][by_mem]
         occ_start = np.searchsorted(c_mem[by_mem], np.arange(len(members) + 1))
         occ_len = np.diff(occ_start)[midx]
-        item = _ranges(occ_start[midx], occ_len)
-        it_idx = [np.repeat(out, occ_len)]
-        it_seg = [np.repeat(target[ri] * cols_pad, occ_len) + occ_tree[item]]
-        it_w = [np.repeat(weight[ri], occ_len) * occ_count[item]]
+        gz = jnp.zeros(_ladder((rows_pad + zs_pad) * cols_pad, 1 << 16, 2), self.dtype)
+        # In chunks of about _SCATTER_CHUNK items (a bounded working set), in item order.
+        ends = np.cumsum(occ_len)
+        total = int(ends[-1]) if len(ends) else 0
+        bounds = np.searchsorted(ends, np.arange(_SCATTER_CHUNK, total, _SCATTER_CHUNK)) + 1
+        edges = np.unique(np.concatenate([[0], bounds, [len(ri)]]).astype(np.int64))
+        for a, b in zip(edges[:-1], edges[1:]):
+            lens = occ_len[a:b]
+            item = _ranges(occ_start[midx[a:b]], lens)
+            gz = self._scatter(gz, buf, np.repeat(out[a:b], lens),
+                               np.repeat(target[ri[a:b]] * cols_pad, lens) + occ_tree[item],
+                               np.repeat(weight[ri[a:b]], lens) * occ_count[item])
         if plan.residual:
             # Items of the group rows: every column occurrence of the group, times buf[1].
             ck = plan.key[c_node].astype(np.int64)
@@ -511,11 +538,9 @@ class GramEngine:
             k_len = np.searchsorted(ck[by_key], groups, side="right") - k_start
             kitem = by_key[_ranges(k_start, k_len)]
             vr = len(rows) + np.repeat(np.arange(len(groups)), k_len)
-            it_idx.append(np.ones(len(kitem), np.int64))
-            it_seg.append(target[vr] * cols_pad + c_tree[kitem])
-            it_w.append(weight[vr] * c_count[kitem])
-        gz = jnp.zeros(_ladder((rows_pad + zs_pad) * cols_pad, 1 << 16, 2), self.dtype)
-        gz = self._scatter(gz, buf, *(np.concatenate(a) for a in (it_idx, it_seg, it_w)))
+            gz = self._scatter(gz, buf, np.ones(len(kitem), np.int64),
+                               target[vr] * cols_pad + c_tree[kitem],
+                               weight[vr] * c_count[kitem])
         a_shared = np.zeros((rows_pad, zs_pad), np.float64)
         if len(shared):
             z_of = np.full(n_vr, -1, np.int64)

@@ -11,6 +11,7 @@ depend on the thread or device that computed it, so neither does the Gram matrix
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -21,40 +22,61 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validate import is_traced
-from ..errors import InputError
-from ._engine import GramEngine
+from ._base import check_out
+from ._engine import MAX_BUFFER, GramEngine
 from ._recurrences import Params
 
 
-def _check_out(out: Any, shape: tuple[int, int], dtype: Any) -> np.ndarray:
-    if not isinstance(out, np.ndarray):
-        raise InputError(f"out must be a NumPy array (or np.memmap), got {type(out).__name__}")
-    if out.shape != shape:
-        raise InputError(f"out has shape {out.shape}; this Gram matrix is {shape}")
-    if out.dtype not in (np.float32, np.float64):
-        raise InputError(f"out must be float32 or float64, got {out.dtype}")
-    if np.dtype(out.dtype).itemsize < np.dtype(dtype).itemsize:
-        raise InputError(f"out is {out.dtype} but the Gram matrix is computed in "
-                         f"{np.dtype(dtype).name}: values would be rounded")
-    if not out.flags.writeable:
-        raise InputError("out is read-only")
-    return out
+def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialized host array on a 64-byte boundary (XLA's CPU alignment), so that
+    `_as_jax` can hand it to JAX without a copy."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(size + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + size].view(dtype).reshape(shape)
+
+
+def _as_jax(result: np.ndarray) -> jax.Array:
+    """The finished host array as a JAX array: shared, not copied, when JAX computes on the
+    CPU (a Gram matrix then costs its size once, not twice)."""
+    if jax.default_backend() == "cpu" and result.ctypes.data % 64 == 0:
+        return jax.dlpack.from_dlpack(result)
+    return jnp.asarray(result)
+
+
+def _malloc_trim() -> Callable[[], None]:
+    """glibc's malloc_trim(0) (a no-op elsewhere): hands the pages a finished block freed
+    back to the system. Without it the allocator keeps them in its arenas and a Gram's
+    resident memory creeps up to several blocks' working sets."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    return lambda: trim(0)
+
+
+_release_freed_memory = _malloc_trim()
 
 
 def _run_blocks(jobs: list[Callable[[], None]], threads: int, progress: bool) -> None:
+    """Runs the jobs, the first alone: it is the largest block (most rows, or most columns
+    of a symmetric Gram), so the buffer size it sets serves every later block and the
+    compiled programs do not depend on which thread got there first."""
     t0 = time.perf_counter()
+    for done, job in enumerate(jobs[:1] if threads > 1 else jobs):
+        job()
+        if progress:
+            _progress(done + 1, len(jobs), time.perf_counter() - t0)
     if threads <= 1 or len(jobs) <= 1:
-        for done, job in enumerate(jobs):
-            job()
-            if progress:
-                _progress(done + 1, len(jobs), time.perf_counter() - t0)
         return
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(job) for job in jobs]
+        futures = [pool.submit(job) for job in jobs[1:]]
         for done, fut in enumerate(concurrent.futures.as_completed(futures)):
             fut.result()
             if progress:
-                _progress(done + 1, len(jobs), time.perf_counter() - t0)
+                _progress(done + 2, len(jobs), time.perf_counter() - t0)
 
 
 def _devices(devices: Sequence[Any] | None, traced: bool) -> list[Any] | None:
@@ -124,25 +146,37 @@ def compute_gram(
             [jnp.pad(p, ((0, 0), (s, 0))) for s, p in zip(starts, parts)], axis=0)
         return jnp.triu(upper) + jnp.triu(upper, 1).T
 
-    result = (np.empty((n, m), engine.dtype) if out is None
-              else _check_out(out, (n, m), engine.dtype))
+    result = (_aligned_empty((n, m), engine.dtype) if out is None
+              else check_out(out, (n, m), engine.dtype))
+
+    def place(b: int, s: int, e: int) -> None:
+        """Rows s:e as one block, or (when its buffer would pass MAX_BUFFER slots) as two
+        halves, each a block of its own: a block's working set stays bounded."""
+        col_ids = rows[s:] if cols is None else cols
+        if e - s > 1 and engine.block_slots(rows[s:e], col_ids) > MAX_BUFFER:
+            mid = (s + e) // 2
+            place(b, s, mid)
+            place(b, mid, e)
+            return
+        device = None if devices is None else devices[b % len(devices)]
+        part = engine.block(rows[s:e], col_ids, params_on[device], device)
+        values = np.asarray(part)[: e - s, : len(col_ids)]  # waits for the block
+        if symmetric:  # rows s:e against s:, its mirror, and exact symmetry
+            side = e - s  # the diagonal square: its upper triangle wins
+            square = values[:, :side]
+            result[s:e, s:e] = np.triu(square) + np.triu(square, 1).T
+            result[s:e, e:] = values[:, side:]
+            result[e:, s:e] = values[:, side:].T
+        else:
+            result[s:e] = values
+        del part, values
+        _release_freed_memory()
 
     def job(b: int, s: int) -> Callable[[], None]:
-        def run() -> None:
-            part, e, n_cols = block(b, s)
-            values = np.asarray(part)[: e - s, :n_cols]  # waits for the block
-            if symmetric:  # rows s:e against s:, its mirror, and exact symmetry
-                side = e - s  # the diagonal square: its upper triangle wins
-                square = values[:, :side]
-                result[s:e, s:e] = np.triu(square) + np.triu(square, 1).T
-                result[s:e, e:] = values[:, side:]
-                result[e:, s:e] = values[:, side:].T
-            else:
-                result[s:e] = values
-        return run
+        return lambda: place(b, s, min(s + block_size, n))
 
     _run_blocks([job(b, s) for b, s in enumerate(starts)], threads, progress)
-    return result if out is not None else jnp.asarray(result)
+    return result if out is not None else _as_jax(result)
 
 
 def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
@@ -164,7 +198,7 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
     if traced:
         values = [engine.diag_block(p, params)[: len(p)] for p in parts]
         return jnp.concatenate(values) if values else jnp.zeros(0, engine.dtype)
-    result = np.empty(len(idx), engine.dtype)
+    result = _aligned_empty((len(idx),), engine.dtype)
     offsets = np.cumsum([0] + [len(p) for p in parts])
 
     def job(k: int) -> Callable[[], None]:
@@ -175,7 +209,7 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
         return run
 
     _run_blocks([job(k) for k in range(len(parts))], threads, False)
-    return jnp.asarray(result)
+    return _as_jax(result)
 
 
 # Buffer slots a block of self-kernels may use when no Gram block has set the size yet.
