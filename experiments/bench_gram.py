@@ -288,7 +288,10 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
         # time after that, in the same process, for `gram_again_s`)
         runs.append({**result["first"], "process_wall_s": whole["wall_s"],
                      "gram_s": result["gram_seconds"],
-                     "gram_again_s": result["gram_seconds_again"]})
+                     "gram_again_s": result["gram_seconds_again"],
+                     # building the programs: tracing, lowering, compiling or loading them
+                     "programs_s": result["trace_seconds"] + result["lower_seconds"]
+                     + result["compile_seconds"]})
         if tk_cmd is not None and threads == 1 and variant == "warm":
             usage, text = run_measured(tk_cmd, dict(os.environ), True)
             tk_runs.append({**usage, **json.loads(text.strip().splitlines()[-1])})
@@ -296,6 +299,7 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
         "workload": name, "threads": threads, "cache": variant, "repeats": args.repeats,
         "wall_s": median_of(runs, "wall_s"), "cpu_s": median_of(runs, "cpu_s"),
         "gram_s": median_of(runs, "gram_s"), "gram_again_s": median_of(runs, "gram_again_s"),
+        "programs_s": median_of(runs, "programs_s"),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
         "programs": result["programs"], "delta_entries": result["delta_entries"],
         "constant_entries": result["constant_entries"], "node_pairs": result["node_pairs"],
@@ -331,23 +335,26 @@ def print_row(row: dict) -> None:
               f"{row['cpu_ratio_vs_recorded']:.2f}")
     print(f"{row['workload']:<20} threads {row['threads']} {row['cache']:<4}: wall "
           f"{row['wall_s']:.2f} s, CPU {row['cpu_s']:.2f} s, Gram {row['gram_s']:.2f} s "
-          f"(again in-process {row['gram_again_s']:.2f} s, "
+          f"(building programs {row['programs_s']:.2f} s; again in-process "
+          f"{row['gram_again_s']:.2f} s, "
           f"{row['us_per_pair_again']:.2f} us/pair), "
           f"peak RSS {row['peak_rss_mb']:.0f} MB, {row['programs']} programs, "
           f"{row['delta_entries']:,} Delta entries{tk}", flush=True)
 
 
 def write_table(rows: list[dict], path: Path) -> None:
-    head = ("| workload | threads | cache | wall s | CPU s | Gram s | again s | µs/pair "
+    head = ("| workload | threads | cache | wall s | CPU s | Gram s | programs s | again s "
+            "| µs/pair "
             "| peak RSS MB | programs | Delta entries | SVM-Light-TK CPU s | CPU ratio |\n"
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     lines = []
     for r in rows:
         tk = r.get("tk_cpu_s", r.get("recorded_tk_cpu_s"))
         ratio = r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded"))
         mark = "" if "tk_cpu_s" in r or tk is None else " (recorded)"
         lines.append(f"| {r['workload']} | {r['threads']} | {r['cache']} | {r['wall_s']:.2f} "
-                     f"| {r['cpu_s']:.2f} | {r['gram_s']:.2f} | {r['gram_again_s']:.2f} "
+                     f"| {r['cpu_s']:.2f} | {r['gram_s']:.2f} | {r['programs_s']:.2f} "
+                     f"| {r['gram_again_s']:.2f} "
                      f"| {r['us_per_pair_again']:.2f} | {r['peak_rss_mb']:.0f} "
                      f"| {r['programs']} | {r['delta_entries']:,} "
                      f"| {'' if tk is None else f'{tk:.3g}{mark}'} "

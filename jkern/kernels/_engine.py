@@ -406,6 +406,10 @@ class GramEngine:
         per_key = np.bincount(self.plan.key[nodes], minlength=self.plan.n_keys).astype(np.int64)
         return _FIRST_SLOT + 1 + int(per_key @ per_key)
 
+    def reserve(self, slots: int) -> None:
+        """Sizes the Delta buffer for blocks of up to `slots` slots before any runs."""
+        self._grow("_buf_size", self._buffer_size(slots))
+
     def buffer_slots(self) -> int:
         """The Delta buffer size in use (0 before the first block): blocks that fit in it
         reuse the programs compiled for it."""

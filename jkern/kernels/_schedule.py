@@ -61,22 +61,19 @@ _release_freed_memory = _malloc_trim()
 
 
 def _run_blocks(jobs: list[Callable[[], None]], threads: int, progress: bool) -> None:
-    """Runs the jobs, the first alone: it is the largest block (most rows, or most columns
-    of a symmetric Gram), so the buffer size it sets serves every later block and the
-    compiled programs do not depend on which thread got there first."""
     t0 = time.perf_counter()
-    for done, job in enumerate(jobs[:1] if threads > 1 else jobs):
-        job()
-        if progress:
-            _progress(done + 1, len(jobs), time.perf_counter() - t0)
     if threads <= 1 or len(jobs) <= 1:
+        for done, job in enumerate(jobs):
+            job()
+            if progress:
+                _progress(done + 1, len(jobs), time.perf_counter() - t0)
         return
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(job) for job in jobs[1:]]
+        futures = [pool.submit(job) for job in jobs]
         for done, fut in enumerate(concurrent.futures.as_completed(futures)):
             fut.result()
             if progress:
-                _progress(done + 2, len(jobs), time.perf_counter() - t0)
+                _progress(done + 1, len(jobs), time.perf_counter() - t0)
 
 
 def _devices(devices: Sequence[Any] | None, traced: bool) -> list[Any] | None:
@@ -115,6 +112,8 @@ def compute_gram(
     n = len(rows)
     symmetric = cols is None
     m = n if symmetric else len(cols)
+    if threads > 1 and n < threads * block_size:  # a small job: a block for every thread
+        block_size = max(1, -(-n // threads))
     starts = list(range(0, n, block_size))
     traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
     devices = _devices(devices, traced)
@@ -174,6 +173,13 @@ def compute_gram(
 
     def job(b: int, s: int) -> Callable[[], None]:
         return lambda: place(b, s, min(s + block_size, n))
+
+    if starts:  # the first block is the largest (most rows, or most columns of a symmetric
+        # Gram): its buffer size, fixed before the threads start, serves them all, so the
+        # compiled programs do not depend on which thread got there first
+        e = min(block_size, n)
+        engine.reserve(min(engine.block_slots(rows[:e], rows if cols is None else cols),
+                           MAX_BUFFER))
 
     _run_blocks([job(b, s) for b, s in enumerate(starts)], threads, progress)
     return result if out is not None else _as_jax(result)
