@@ -278,7 +278,7 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
     env["JKERN_CACHE_DIR"] = str(warm_cache)
     if variant == "warm":
         run_measured(cmd, env, threads == 1)  # fills the cache; not measured
-    runs, tk_runs, result = [], [], {}
+    runs, tk_runs, result, tk_error = [], [], {}, ""
     for r in range(args.repeats):
         if variant == "cold":
             env["JKERN_CACHE_DIR"] = str(scratch / f"xla-cold-{name}-{threads}-{r}")
@@ -292,9 +292,12 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
                      # building the programs: tracing, lowering, compiling or loading them
                      "programs_s": result["trace_seconds"] + result["lower_seconds"]
                      + result["compile_seconds"]})
-        if tk_cmd is not None and threads == 1 and variant == "warm":
-            usage, text = run_measured(tk_cmd, dict(os.environ), True)
-            tk_runs.append({**usage, **json.loads(text.strip().splitlines()[-1])})
+        if tk_cmd is not None and threads == 1 and variant == "warm" and not tk_error:
+            try:
+                usage, text = run_measured(tk_cmd, dict(os.environ), True)
+                tk_runs.append({**usage, **json.loads(text.strip().splitlines()[-1])})
+            except (RuntimeError, ValueError, IndexError) as e:  # e.g. trees it cannot parse
+                tk_error = str(e).splitlines()[0][:300]
     row = {
         "workload": name, "threads": threads, "cache": variant, "repeats": args.repeats,
         "wall_s": median_of(runs, "wall_s"), "cpu_s": median_of(runs, "cpu_s"),
@@ -311,6 +314,9 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
     pairs = rows_n * (rows_n + 1) // 2 if WORKLOADS[name][2] == "square" else rows_n * cols_n
     row["tree_pairs"] = pairs
     row["us_per_pair_again"] = 1e6 * row["gram_again_s"] / pairs
+    if tk_error:
+        row["tk_error"] = tk_error
+        print(f"{name}: SVM-Light-TK failed: {tk_error}", flush=True)
     if tk_runs:
         tk_cpu = median_of(tk_runs, "cpu_s")
         row.update(tk_cpu_s=tk_cpu, tk_wall_s=median_of(tk_runs, "wall_s"),
