@@ -112,8 +112,6 @@ def compute_gram(
     n = len(rows)
     symmetric = cols is None
     m = n if symmetric else len(cols)
-    if threads > 1 and n < threads * block_size:  # a small job: a block for every thread
-        block_size = max(1, -(-n // threads))
     starts = list(range(0, n, block_size))
     traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
     devices = _devices(devices, traced)
