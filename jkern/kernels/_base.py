@@ -254,13 +254,13 @@ def _scale(g: Any, weight: jax.Array) -> Any:
     if not isinstance(g, np.ndarray):
         return weight.astype(g.dtype) * g
     w = np.asarray(weight, g.dtype)
-    for s in range(0, g.shape[0], _ROW_CHUNK):
-        g[s:s + _ROW_CHUNK] *= w
+    for s in range(0, g.shape[0], ROW_CHUNK):
+        g[s:s + ROW_CHUNK] *= w
     return g
 
 
 # Rows per chunk when a NumPy `out` array is updated in place (a bounded working set).
-_ROW_CHUNK = 256
+ROW_CHUNK = 256
 
 
 def _safe_normalize(g: jax.Array, d1: jax.Array, d2: jax.Array) -> jax.Array:
@@ -291,19 +291,23 @@ class Normalized(AbstractKernel):
             out = _safe_normalize(g, d, d)
             # exact ones on the diagonal (where the self-kernel is not 0)
             return jnp.where(jnp.eye(g.shape[0], dtype=bool) & (d > 0)[:, None], 1, out)
-        g, d1, d2 = self.kernel.gram_and_diag(x1, x2, dtype=dtype, **options)
-        if isinstance(g, np.ndarray):
-            return _normalize_rows(g, np.asarray(d1), np.asarray(d2))
-        return _safe_normalize(g, d1, d2)
+        return self.gram_and_diag(x1, x2, dtype=dtype, **options)[0]
 
     def diag(self, x, *, dtype=None, **options):
-        d = self.kernel.diag(x, dtype=dtype, **options)
-        return jnp.where(d > 0, 1, 0).astype(d.dtype)
+        return _unit(self.kernel.diag(x, dtype=dtype, **options))
 
     def gram_and_diag(self, x1, x2, *, dtype=None, **options):
-        g = self.gram(x1, x2, dtype=dtype, **options)
-        side = {k: v for k, v in options.items() if k not in ("out", "stats")}
-        return g, self.diag(x1, dtype=dtype, **side), self.diag(x2, dtype=dtype, **side)
+        g, d1, d2 = self.kernel.gram_and_diag(x1, x2, dtype=dtype, **options)
+        if isinstance(g, np.ndarray):  # the caller's `out`
+            g = _normalize_rows(g, np.asarray(d1), np.asarray(d2))
+        else:
+            g = _safe_normalize(g, d1, d2)
+        return g, _unit(d1), _unit(d2)
+
+
+def _unit(d: jax.Array) -> jax.Array:
+    """A normalized kernel's self-kernels: 1, or 0 where the raw self-kernel is 0."""
+    return jnp.where(d > 0, 1, 0).astype(d.dtype)
 
 
 def _normalize_rows(g: np.ndarray, d1: np.ndarray, d2: np.ndarray, *,
@@ -311,9 +315,9 @@ def _normalize_rows(g: np.ndarray, d1: np.ndarray, d2: np.ndarray, *,
     """`_safe_normalize` (the same arithmetic) in place on a NumPy `out` array, row chunk by
     row chunk."""
     d1, d2 = d1.astype(g.dtype), d2.astype(g.dtype)
-    for s in range(0, g.shape[0], _ROW_CHUNK):
-        part = g[s:s + _ROW_CHUNK]
-        denom = d1[s:s + _ROW_CHUNK, None] * d2[None, :]
+    for s in range(0, g.shape[0], ROW_CHUNK):
+        part = g[s:s + ROW_CHUNK]
+        denom = d1[s:s + ROW_CHUNK, None] * d2[None, :]
         ok = denom > 0
         part[...] = np.where(ok, part / np.sqrt(np.where(ok, denom, 1)), 0)
         if unit_diagonal:

@@ -458,8 +458,7 @@ class GramEngine:
             e = max(s + 1, int(np.searchsorted(ends, ends[s] - sl[s] + _PAIR_CHUNK)))
             cand_r = np.repeat(small[s:e], sl[s:e])
             cand_m = _ranges(group_start[r_key[small[s:e]]], sl[s:e])
-            hit = ((mask_r[0, cand_r] & mask_m[0, cand_m]) != 0) | (
-                (mask_r[1, cand_r] & mask_m[1, cand_m]) != 0)
+            hit = self._share_child_key(rows[cand_r], members[cand_m])
             ris.append(cand_r[hit])
             ms.append(cand_m[hit])
             s = e

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validate import is_traced
+from ..errors import InputError
 from ._base import check_out
 from ._engine import MAX_BUFFER, GramEngine
 from ._recurrences import Params
@@ -76,6 +77,12 @@ def _run_blocks(jobs: list[Callable[[], None]], threads: int, progress: bool) ->
                 _progress(done + 1, len(jobs), time.perf_counter() - t0)
 
 
+def _traced(params: Params) -> bool:
+    """Whether the parameters are traced (grad, vmap, jit): blocks then run in the calling
+    thread, where the trace lives, and are assembled with JAX operations."""
+    return any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
+
+
 def _devices(devices: Sequence[Any] | None, traced: bool) -> list[Any] | None:
     if devices is None:
         return None
@@ -113,7 +120,7 @@ def compute_gram(
     symmetric = cols is None
     m = n if symmetric else len(cols)
     starts = list(range(0, n, block_size))
-    traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
+    traced = _traced(params)
     devices = _devices(devices, traced)
     params_on: dict[Any, Params] = {None: params}
     if devices is not None:
@@ -121,19 +128,20 @@ def compute_gram(
         # The parameters (SPTK's word vectors among them) go to each device once, not per block.
         params_on = {d: jax.device_put(params, d) for d in devices}
 
-    def block(b: int, s: int):
-        e = min(s + block_size, n)
+    def block(b: int, s: int, e: int) -> tuple[jax.Array, int]:
+        """The padded block of rows s:e (against rows[s:] when symmetric), on device b's."""
         col_ids = rows[s:] if cols is None else cols
         device = None if devices is None else devices[b % len(devices)]
-        part = engine.block(rows[s:e], col_ids, params_on[device], device)
-        return part, e, len(col_ids)
+        return engine.block(rows[s:e], col_ids, params_on[device], device), len(col_ids)
 
     if traced:
         if out is not None:
-            raise ValueError("out= takes concrete Gram blocks; under jit/grad/vmap leave it unset")
+            raise InputError("out= takes concrete Gram matrices; under jit/grad/vmap leave it "
+                             "unset")
         parts = []
         for b, s in enumerate(starts):
-            part, e, width = block(b, s)
+            e = min(s + block_size, n)
+            part, width = block(b, s, e)
             parts.append(part[: e - s, :width])
         if not parts:
             return jnp.zeros((n, m), engine.dtype)
@@ -149,15 +157,14 @@ def compute_gram(
     def place(b: int, s: int, e: int) -> None:
         """Rows s:e as one block, or (when its buffer would pass MAX_BUFFER slots) as two
         halves, each a block of its own: a block's working set stays bounded."""
-        col_ids = rows[s:] if cols is None else cols
-        if e - s > 1 and engine.block_slots(rows[s:e], col_ids) > MAX_BUFFER:
+        if e - s > 1 and engine.block_slots(rows[s:e], rows[s:] if cols is None else cols) \
+                > MAX_BUFFER:
             mid = (s + e) // 2
             place(b, s, mid)
             place(b, mid, e)
             return
-        device = None if devices is None else devices[b % len(devices)]
-        part = engine.block(rows[s:e], col_ids, params_on[device], device)
-        values = np.asarray(part)[: e - s, : len(col_ids)]  # waits for the block
+        part, width = block(b, s, e)
+        values = np.asarray(part)[: e - s, :width]  # waits for the block
         if symmetric:  # rows s:e against s:, its mirror, and exact symmetry
             side = e - s  # the diagonal square: its upper triangle wins
             square = values[:, :side]
@@ -198,8 +205,7 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
         return fit(part[:half]) + fit(part[half:])
 
     parts = [p for s in range(0, len(idx), block_size) for p in fit(idx[s:s + block_size])]
-    traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
-    if traced:
+    if _traced(params):
         values = [engine.diag_block(p, params)[: len(p)] for p in parts]
         return jnp.concatenate(values) if values else jnp.zeros(0, engine.dtype)
     result = _aligned_empty((len(idx),), engine.dtype)

@@ -29,7 +29,7 @@ from .._validate import is_traced
 from ..trees._forest import Forest
 from ..trees._svmlight import Example
 from ..trees._tree import Tree
-from ._base import AbstractKernel, check_options, resolve_dtype
+from ._base import ROW_CHUNK, AbstractKernel, check_options, resolve_dtype
 from ._engine import MatchPlan, Params
 from ._prepared import PreparedTrees
 
@@ -60,7 +60,8 @@ def _check_finite(g: Any, dtype: jnp.dtype) -> Any:
     if is_traced(g):
         return eqx.error_if(g, ~jnp.all(jnp.isfinite(g)), msg)
     if isinstance(g, np.ndarray):  # the caller's `out` (maybe a memory map): row chunks
-        finite = all(np.isfinite(g[s:s + 256]).all() for s in range(0, g.shape[0], 256))
+        finite = all(np.isfinite(g[s:s + ROW_CHUNK]).all()
+                     for s in range(0, g.shape[0], ROW_CHUNK))
     else:
         finite = bool(jnp.all(jnp.isfinite(g)))
     if not finite:
