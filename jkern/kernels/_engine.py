@@ -41,8 +41,8 @@ from ._recurrences import (
 _CLASSES = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256], np.int64)
 # Entries per call of the recurrences: about this many child-pair cells ([E, A, B] working
 # set), at least _MIN_STEP entries. One length per arity-class pair: one program each.
-_STEP_CELLS = 1 << 15
-_MIN_STEP = 256
+_STEP_CELLS = 1 << 13
+_MIN_STEP = 64
 # Contraction items per scatter call.
 _SCATTER_CHUNK = 1 << 18
 # buf[0] is 0 (the "no match" slot), buf[1] holds residual mode's constant mu lam^2.
@@ -52,7 +52,7 @@ _FIRST_SLOT = 2
 _DENSE_GROUP = 1 << 16
 _PAIR_CHUNK = 1 << 20
 # Sorted Delta entries go to the device in pieces of this many entries.
-_PIECE = 1 << 21
+_PIECE = 1 << 19
 # Smallest padded lengths of the forest arrays: forests up to this size share programs.
 _MIN_NODES = 1 << 16
 # Smallest Delta buffer (slots): zeroing it per block costs well under a millisecond, and
@@ -308,8 +308,8 @@ class GramEngine:
         np.take(members.astype(np.int32), np.take(midx, order), out=entries[1])
         np.take(slots.astype(np.int32), order, out=entries[2])
         del order
-        return self._fill_buckets(buf, entries, code, cuts, jnp.asarray(row_off),
-                                  jnp.asarray(pos), params, dev)
+        return self._fill_buckets(buf, entries, code, cuts, _to_device(row_off),
+                                  _to_device(pos), params, dev)
 
     def _block(self, row_trees, col_trees, params: Params, dev: DeviceForest) -> jax.Array:
         col = self._occurrences(np.asarray(col_trees, np.int64))
@@ -550,7 +550,7 @@ class GramEngine:
             z_of[shared] = np.arange(len(shared))
             np.add.at(a_shared, (vr_tree[~one], z_of[vr_row[~one]]), vr_w[~one])
         self._count(blocks=1)
-        return finish_block(gz, jnp.asarray(a_shared, self.dtype), rows_pad=rows_pad,
+        return finish_block(gz, _to_device(a_shared.astype(self.dtype)), rows_pad=rows_pad,
                             cols_pad=cols_pad)
 
     def _scatter(self, out, buf, idx, seg, weight):
@@ -562,18 +562,19 @@ class GramEngine:
             out = accumulate(
                 out,
                 buf,
-                jnp.asarray(np.pad(idx[s:e], (0, pad)).astype(np.int32)),
-                jnp.asarray(np.pad(seg[s:e], (0, pad)).astype(np.int32)),
-                jnp.asarray(np.pad(weight[s:e], (0, pad)).astype(self.dtype)),
+                _to_device(np.pad(idx[s:e], (0, pad)).astype(np.int32)),
+                _to_device(np.pad(seg[s:e], (0, pad)).astype(np.int32)),
+                _to_device(np.pad(weight[s:e], (0, pad)).astype(self.dtype)),
             )
         return out
 
     def _fill_buckets(self, buf, entries, code, cuts, dev_row_off, dev_pos, params, dev):
         """Runs the fill over the sorted entries `int32[3, E]` (q, v, buf slot), bucket by bucket.
 
-        Entries go to the device in a few fixed-size pieces; each call reads its chunk out of a
-        piece by offset, so a call costs one dispatch and no transfer. Each arity-class pair
-        has one chunk length (one compiled program); a bucket's last chunk is padded.
+        Entries go to the device in a few fixed-size pieces; a bucket (or its part within a
+        piece) is one call, which reads its entries out of the piece by offset and computes
+        them a sub-chunk at a time. Each arity-class pair has one sub-chunk length (one
+        compiled program).
         """
         n_cls = len(_CLASSES)
         piece, piece_start = None, 0
@@ -582,24 +583,34 @@ class GramEngine:
             a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
             if self.plan.family == "aligned":
                 b_pad = a_pad
-            step = _step(a_pad, b_pad)
-            for s in range(s0, e0, step):
-                e = min(s + step, e0)
-                if piece is None or e > piece_start + _PIECE:
+            sub = _sub_chunk(a_pad, b_pad)
+            s = s0
+            while s < e0:
+                if piece is None or s >= piece_start + _PIECE:
                     piece_start = s
-                    host = np.zeros((3, _PIECE + _STEP_CELLS), np.int32)
+                    # Past the entries, the piece holds anything: fill masks those slots.
+                    host = np.empty((3, _PIECE + _STEP_CELLS), np.int32)
                     chunk = entries[:, s: s + _PIECE]
                     host[:, : chunk.shape[1]] = chunk
-                    piece = jnp.asarray(host)
+                    piece = _to_device(host)
+                e = min(e0, piece_start + _PIECE)
                 buf = fill_entries(
                     buf, piece, np.int32(s - piece_start), np.int32(e - s), dev, dev_row_off,
                     dev_pos, params, plan_static=self._static, a_pad=a_pad, b_pad=b_pad,
-                    step=step,
+                    sub=sub,
                 )
+                s = e
         return buf
 
 
-def _step(a_pad: int, b_pad: int) -> int:
-    """Entries per call for an arity-class pair: a power of two, about _STEP_CELLS cells."""
+def _to_device(host: np.ndarray) -> jax.Array:
+    """A host array on the default device (the thread's, see `GramEngine._on`): a plain
+    transfer, several times cheaper than `jnp.asarray`'s conversion for large arrays."""
+    return jax.device_put(host)
+
+
+def _sub_chunk(a_pad: int, b_pad: int) -> int:
+    """Entries computed at once for an arity-class pair: a power of two, about _STEP_CELLS
+    cells, at least _MIN_STEP entries."""
     cells = max(1, a_pad * b_pad)
     return max(_MIN_STEP, _STEP_CELLS >> max(0, (cells - 1).bit_length()))

@@ -61,8 +61,8 @@ class PreparedTrees:
         """The engine's work counters so far (they add up over calls)."""
         return self.engine.counts
 
-    def block(self, rows: np.ndarray, cols: np.ndarray | None = None, *, block_size: int = 128,
-              threads: int = 2, devices: Sequence[Any] | None = None,
+    def block(self, rows: np.ndarray, cols: np.ndarray | None = None, *,
+              block_size: int | None = None, threads: int = 2, devices: Sequence[Any] | None = None,
               progress: bool = False, out: np.ndarray | None = None) -> Any:
         """The raw kernel block `K[rows, cols]` between trees of the collection (`cols=None`:
         `rows` against themselves, symmetric): a JAX array, or `out` filled in place.

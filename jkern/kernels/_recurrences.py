@@ -148,20 +148,30 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
 
 
 @functools.partial(
-    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad", "step"), donate_argnums=(0,)
+    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad", "sub"), donate_argnums=(0,)
 )
 def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_static, a_pad,
-                 b_pad, step):
-    """Delta entries piece[:, start:start+count] (rows q, columns v, buf slots) into buf."""
-    part = jax.lax.dynamic_slice_in_dim(piece, start, step, axis=1)
-    live = jnp.arange(step) < count
-    q = jnp.where(live, part[0], 0)
-    v = jnp.where(live, part[1], 0)
-    out = jnp.where(live, part[2], buf.shape[0] - 1)  # the last slot takes padded writes
-    vals = _entry_values(
-        buf, q, v, dev, row_off, pos, params, plan_static=plan_static, a_pad=a_pad, b_pad=b_pad
-    )
-    return buf.at[out].set(vals.astype(buf.dtype))
+                 b_pad, sub):
+    """Delta entries piece[:, start:start+count] (rows q, columns v, buf slots) into buf.
+
+    The entries are independent of each other (one height level, one arity-class pair), so
+    they are computed `sub` at a time in a loop whose trip count is `count / sub`: one
+    program serves any count, and the padding wasted on a bucket is less than `sub` entries.
+    `piece` must extend at least `sub` entries past `start + count`.
+    """
+
+    def chunk(i, buf):
+        first = start + i * sub
+        part = jax.lax.dynamic_slice_in_dim(piece, first, sub, axis=1)
+        live = jnp.arange(sub) < count - i * sub
+        q = jnp.where(live, part[0], 0)
+        v = jnp.where(live, part[1], 0)
+        out = jnp.where(live, part[2], buf.shape[0] - 1)  # the last slot takes padded writes
+        vals = _entry_values(buf, q, v, dev, row_off, pos, params, plan_static=plan_static,
+                             a_pad=a_pad, b_pad=b_pad)
+        return buf.at[out].set(vals.astype(buf.dtype))
+
+    return jax.lax.fori_loop(0, (count + sub - 1) // sub, chunk, buf)
 
 
 @functools.partial(jax.jit, static_argnames=("size", "dtype", "residual"))

@@ -101,7 +101,7 @@ def compute_gram(
     rows: np.ndarray,
     cols: np.ndarray | None,
     *,
-    block_size: int = 128,
+    block_size: int | None = None,
     progress: bool = False,
     threads: int = 2,
     devices: Sequence[Any] | None = None,
@@ -119,7 +119,7 @@ def compute_gram(
     n = len(rows)
     symmetric = cols is None
     m = n if symmetric else len(cols)
-    starts = list(range(0, n, block_size))
+    spans = row_blocks(n, m, symmetric, block_size)
     traced = _traced(params)
     devices = _devices(devices, traced)
     params_on: dict[Any, Params] = {None: params}
@@ -139,8 +139,7 @@ def compute_gram(
             raise InputError("out= takes concrete Gram matrices; under jit/grad/vmap leave it "
                              "unset")
         parts = []
-        for b, s in enumerate(starts):
-            e = min(s + block_size, n)
+        for b, (s, e) in enumerate(spans):
             part, width = block(b, s, e)
             parts.append(part[: e - s, :width])
         if not parts:
@@ -148,7 +147,7 @@ def compute_gram(
         if not symmetric:
             return jnp.concatenate(parts, axis=0)
         upper = jnp.concatenate(
-            [jnp.pad(p, ((0, 0), (s, 0))) for s, p in zip(starts, parts)], axis=0)
+            [jnp.pad(p, ((0, 0), (s, 0))) for (s, _), p in zip(spans, parts)], axis=0)
         return jnp.triu(upper) + jnp.triu(upper, 1).T
 
     result = (_aligned_empty((n, m), engine.dtype) if out is None
@@ -176,18 +175,46 @@ def compute_gram(
         del part, values
         _release_freed_memory()
 
-    def job(b: int, s: int) -> Callable[[], None]:
-        return lambda: place(b, s, min(s + block_size, n))
+    def job(b: int, s: int, e: int) -> Callable[[], None]:
+        return lambda: place(b, s, e)
 
-    if starts:  # the first block is the largest (most rows, or most columns of a symmetric
-        # Gram): its buffer size, fixed before the threads start, serves them all, so the
-        # compiled programs do not depend on which thread got there first
-        e = min(block_size, n)
+    if spans:  # the first block is about as large as any (as many tree pairs): its buffer
+        # size, fixed before the threads start, serves them all, so the compiled programs do
+        # not depend on which thread got there first
+        e = spans[0][1]
         engine.reserve(min(engine.block_slots(rows[:e], rows if cols is None else cols),
                            MAX_BUFFER))
 
-    _run_blocks([job(b, s) for b, s in enumerate(starts)], threads, progress)
+    _run_blocks([job(b, s, e) for b, (s, e) in enumerate(spans)], threads, progress)
     return result if out is not None else _as_jax(result)
+
+
+# Tree pairs per row block when the caller leaves `block_size` unset: per-block costs (the
+# column side's planning, bucket tails) are then spread over as many pairs in a cross block
+# as in a square one, whatever the number of columns.
+BLOCK_PAIRS = 1 << 19
+_MIN_ROWS, _MAX_ROWS = 32, 2048
+
+
+def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[tuple[int, int]]:
+    """Row spans (s, e) of the blocks of an n x m Gram (symmetric: rows s:e against s:).
+
+    `block_size` rows each when given; otherwise about `BLOCK_PAIRS` tree pairs each (so a
+    symmetric Gram's blocks grow as their column ranges shrink), between 32 and 2048 rows,
+    and at least two blocks when there are two rows or more. The spans depend only on the
+    sizes, never on the thread count, so neither do the Delta counts.
+    """
+    if block_size is not None:
+        return [(s, min(s + block_size, n)) for s in range(0, n, block_size)]
+    spans, s = [], 0
+    while s < n:
+        width = (n - s) if symmetric else m
+        size = min(max(BLOCK_PAIRS // max(width, 1), _MIN_ROWS), _MAX_ROWS)
+        if s == 0 and n >= 2:
+            size = min(size, -(-n // 2))
+        spans.append((s, min(s + size, n)))
+        s += size
+    return spans
 
 
 def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,

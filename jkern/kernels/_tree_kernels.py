@@ -73,7 +73,7 @@ class AbstractTreeKernel(AbstractKernel):
     """A convolution tree kernel evaluated on the forest of its inputs.
 
     `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
-    per block), `threads` (host threads computing blocks at once; under jit/grad/vmap the
+    per block; default: about 2^19 tree pairs per block, 32 to 2048 rows), `threads` (host threads computing blocks at once; under jit/grad/vmap the
     blocks run in the calling thread), `devices` (JAX devices to spread the row blocks over),
     `stats` (a dict that receives the work counters and `programs`, the XLA programs built
     during the call), `out` (a float NumPy array or `np.memmap` the Gram matrix is written
@@ -100,7 +100,7 @@ class AbstractTreeKernel(AbstractKernel):
         return PreparedTrees(self, as_trees(trees, self.tree_index), resolve_dtype(dtype),
                              expanded)
 
-    def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=128, threads=2,
+    def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=None, threads=2,
              devices=None, stats=None, out=None):
         before = int(program_stats()["programs"])
         trees1 = as_trees(x1, self.tree_index)
@@ -113,7 +113,7 @@ class AbstractTreeKernel(AbstractKernel):
         _report(prepared, stats, before)
         return _check_finite(g, prepared.dtype)
 
-    def gram_and_diag(self, x1, x2, *, dtype=None, progress=False, block_size=128, threads=2,
+    def gram_and_diag(self, x1, x2, *, dtype=None, progress=False, block_size=None, threads=2,
                       devices=None, stats=None, out=None):
         """The block and both sides' self-kernels on one prepared forest (one set of
         compiled programs; the self-kernels compute only the node pairs within a tree)."""

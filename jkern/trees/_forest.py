@@ -9,7 +9,8 @@ computed once per distinct pair of subtrees (see DESIGN.md).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -92,63 +93,135 @@ class Forest:
         """
         if expand is not None and len(expand) != len(trees):
             raise ValueError(f"expand has {len(expand)} flags for {len(trees)} trees")
-        vocab_ids: dict[str, int] = {}
-        node_ids: dict[tuple, int] = {}
-        label: list[int] = []
-        arity: list[int] = []
-        child_flat: list[int] = []
-        child_start: list[int] = []
-        height: list[int] = []
-        count_tree: list[int] = []
-        count_node: list[int] = []
-        count: list[int] = []
-        for ti, tree in enumerate(trees):
-            labels, kids_of = tree.labels, tree.children
-            ids = [0] * len(labels)
-            occurrences: dict[int, int] = {}
-            own = expand is not None and bool(expand[ti])
-            # Preorder numbering puts children after parents: reversed order is children-first.
-            for i in range(len(labels) - 1, -1, -1):
-                lab = vocab_ids.get(labels[i])
-                if lab is None:
-                    lab = vocab_ids[labels[i]] = len(vocab_ids)
-                kids = tuple([ids[c] for c in kids_of[i]])
-                key = (lab, kids, ti, i) if own else (lab, kids)
-                u = node_ids.get(key)
-                if u is None:
-                    u = node_ids[key] = len(label)
-                    label.append(lab)
-                    arity.append(len(kids))
-                    child_start.append(len(child_flat))
-                    child_flat.extend(kids)
-                    height.append(1 + max([height[k] for k in kids]) if kids else 0)
-                ids[i] = u
-                occurrences[u] = occurrences.get(u, 0) + 1
-            for u in sorted(occurrences):
-                count_tree.append(ti)
-                count_node.append(u)
-                count.append(occurrences[u])
-        label_a = np.asarray(label, np.int32)
-        arity_a = np.asarray(arity, np.int32)
-        start_a = np.asarray(child_start, np.int32)
-        flat_a = np.asarray(child_flat, np.int32)
-        ctree = np.asarray(count_tree, np.int32)
-        tree_ptr = np.zeros(len(trees) + 1, np.int64)
-        np.add.at(tree_ptr, ctree.astype(np.int64) + 1, 1)
+        n_trees = len(trees)
+        sizes = np.fromiter((len(t.labels) for t in trees), np.int64, n_trees)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        n = int(offsets[-1])
+        tree_of = np.repeat(np.arange(n_trees, dtype=np.int64), sizes)
+        # Nodes are numbered globally in preorder (tree by tree). The forest numbers a subtree
+        # by its first occurrence in the order trees are read: tree by tree, each from its
+        # last preorder node to its root (children before parents). Label ids likewise.
+        read_labels = list(itertools.chain.from_iterable(reversed(t.labels) for t in trees))
+        vocab_ids = {x: i for i, x in enumerate(dict.fromkeys(read_labels))}
+        lab_read = np.fromiter(map(vocab_ids.__getitem__, read_labels), np.int64, n)
+        del read_labels
+        read_pos = 2 * offsets[tree_of] + sizes[tree_of] - 1 - np.arange(n)  # preorder -> read
+        lab = lab_read[read_pos]
+        arity = np.fromiter(map(len, itertools.chain.from_iterable(t.children for t in trees)),
+                            np.int64, n)
+        start = np.cumsum(arity) - arity  # children are listed in preorder node order: CSR
+        kids = np.fromiter(itertools.chain.from_iterable(
+            itertools.chain.from_iterable(t.children) for t in trees), np.int64, n - n_trees)
+        kids += np.repeat(offsets[:-1], sizes - 1)
+        # Unique subtrees, one height level at a time: a node's key is its label and its
+        # children's subtree ids, all known once the level below is done.
+        sub = np.full(n, -1, np.int64)  # subtree id of every node (level order)
+        rep: list[np.ndarray] = []  # a node standing for each subtree id
+        own = None
+        if expand is not None:
+            flags = np.fromiter((bool(x) for x in expand), bool, n_trees)
+            own = np.where(flags[tree_of], np.arange(n), -1)
+        n_sub = 0
+        levels = list(_levels(arity, kids))
+        for level in levels:
+            for a in np.unique(arity[level]):
+                nodes = level[arity[level] == a]
+                cols = [lab[nodes]]
+                if a:
+                    cols.extend(sub[kids[start[nodes] + k]] for k in range(a))
+                if own is not None:
+                    cols.append(own[nodes] + 1)
+                first, inverse = _distinct_rows(cols)
+                sub[nodes] = n_sub + inverse
+                rep.append(nodes[first])
+                n_sub += len(first)
+        reps = np.concatenate(rep) if rep else np.zeros(0, np.int64)
+        first_read = np.full(n_sub, n, np.int64)
+        np.minimum.at(first_read, sub, read_pos)
+        order = np.argsort(first_read, kind="stable")
+        final = np.empty(n_sub, np.int64)
+        final[order] = np.arange(n_sub)
+        node_of = final[sub]  # forest node of every node
+        reps = reps[order]
+        arity_f = arity[reps]
+        height = np.zeros(n, np.int64)
+        for h, level in enumerate(levels):
+            height[level] = h
+        child_flat = node_of[kids[_ranges(start[reps], arity_f)]]
+        # The count matrix A, sorted by tree then forest node.
+        code, count = np.unique(tree_of * max(n_sub, 1) + node_of, return_counts=True)
+        count_tree = code // max(n_sub, 1)
+        tree_ptr = np.zeros(n_trees + 1, np.int64)
+        tree_ptr[1:] = np.cumsum(np.bincount(count_tree, minlength=n_trees))
+        label_a = lab[reps].astype(np.int32)
+        arity_a = arity_f.astype(np.int32)
+        start_a = (np.cumsum(arity_f) - arity_f).astype(np.int32)
+        flat_a = child_flat.astype(np.int32)
         return cls(
             vocab=tuple(vocab_ids),
             label=label_a,
             arity=arity_a,
             child_start=start_a,
             child_flat=flat_a,
-            height=np.asarray(height, np.int32),
+            height=height[reps].astype(np.int32),
             production=_productions(label_a, arity_a, start_a, flat_a),
-            count_tree=ctree,
-            count_node=np.asarray(count_node, np.int32),
-            count=np.asarray(count, np.int32),
-            n_trees=len(trees),
-            tree_ptr=np.cumsum(tree_ptr),
+            count_tree=count_tree.astype(np.int32),
+            count_node=(code % max(n_sub, 1)).astype(np.int32),
+            count=count.astype(np.int32),
+            n_trees=n_trees,
+            tree_ptr=tree_ptr,
         )
+
+
+def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + n) for every (s, n)."""
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.cumsum(lens) - lens
+    return np.repeat(starts - offsets, lens) + np.arange(total, dtype=np.int64)
+
+
+# Row groups smaller than this are made distinct with a dict rather than sorts.
+_SMALL_GROUP = 256
+
+
+def _distinct_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of the matrix with columns `cols` (non-negative int64, all of one
+    length): (an index of each distinct row, the distinct row of every row). Columns are
+    folded in one at a time, each pair (row code so far, column) renumbered densely, so codes
+    never overflow whatever the width."""
+    if len(cols[0]) < _SMALL_GROUP:  # a few rows: one dict beats a sort per column
+        seen: dict[tuple[int, ...], int] = {}
+        inverse = np.fromiter(
+            (seen.setdefault(row, len(seen)) for row in zip(*(c.tolist() for c in cols))),
+            np.int64, len(cols[0]))
+        first = np.full(len(seen), len(inverse), np.int64)
+        np.minimum.at(first, inverse, np.arange(len(inverse)))
+        return first, inverse
+    code = cols[0]
+    for col in cols[1:]:
+        _, code = np.unique(code * (int(col.max(initial=0)) + 1) + col, return_inverse=True)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def _levels(arity: np.ndarray, kids: np.ndarray) -> Iterator[np.ndarray]:
+    """The nodes of each height (0: leaves, then 1 + the highest child), as index arrays.
+
+    A node joins the level after the one where its last child was placed; the work is linear
+    in the number of nodes however deep the trees are."""
+    parent = np.full(len(arity), -1, np.int64)
+    parent[kids] = np.repeat(np.arange(len(arity)), arity)
+    waiting = arity.copy()
+    level = np.flatnonzero(arity == 0)
+    while len(level):
+        yield level
+        up = parent[level]
+        up = up[up >= 0]
+        np.subtract.at(waiting, up, 1)
+        up = np.unique(up)
+        level = up[waiting[up] == 0]
 
 
 def _productions(
@@ -159,15 +232,23 @@ def _productions(
     Leaf children are told apart from internal children with the same label: `(A (B b))`'s
     root production differs from `(A B)`'s (the word B); see ../shared/ref/README.md.
     """
-    ids: dict[tuple[int, ...], int] = {}
-    out = np.empty(label.shape[0], np.int32)
-    leaf = arity == 0
-    for u in range(label.shape[0]):
-        kids = child_flat[child_start[u] : child_start[u] + arity[u]]
-        if len(kids) == 0:
-            key: tuple[int, ...] = (int(label[u]),)
-        else:
-            # Encode a child as 2*label + is_leaf so leafness is part of the production.
-            key = (int(label[u]), -1, *(2 * int(label[k]) + int(leaf[k]) for k in kids))
-        out[u] = ids.setdefault(key, len(ids))
-    return out
+    n = label.shape[0]
+    leaf = (arity == 0).astype(np.int64)
+    group = np.full(n, -1, np.int64)
+    n_groups = 0
+    for a in np.unique(arity):
+        nodes = np.flatnonzero(arity == a)
+        # A child as 2 * label + is_leaf: leafness is part of the production.
+        cols = [label[nodes].astype(np.int64)]
+        for k in range(a):
+            kid = child_flat[child_start[nodes] + k]
+            cols.append(2 * label[kid].astype(np.int64) + leaf[kid])
+        first, inverse = _distinct_rows(cols)
+        group[nodes] = n_groups + inverse
+        n_groups += len(first)
+    # Ids in order of first use (forest node order).
+    first = np.full(n_groups, n, np.int64)
+    np.minimum.at(first, group, np.arange(n))
+    rank = np.empty(n_groups, np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(n_groups)
+    return rank[group].astype(np.int32)
