@@ -73,8 +73,9 @@ class AbstractTreeKernel(AbstractKernel):
     """A convolution tree kernel evaluated on the forest of its inputs.
 
     `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
-    per block; default: about 2^19 tree pairs per block, 32 to 2048 rows), `threads` (host threads computing blocks at once; under jit/grad/vmap the
-    blocks run in the calling thread), `devices` (JAX devices to spread the row blocks over),
+    per block; by default about 2^19 tree pairs per block, 32 to 2048 rows), `threads` (host
+    threads computing blocks at once; under jit/grad/vmap the blocks run in the calling
+    thread), `devices` (JAX devices to spread the row blocks over),
     `stats` (a dict that receives the work counters and `programs`, the XLA programs built
     during the call), `out` (a float NumPy array or `np.memmap` the Gram matrix is written
     into, block by block, and returned: memory stays at the output plus one block's working
