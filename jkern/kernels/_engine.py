@@ -143,6 +143,36 @@ def _bucket(n: int, multiple: int = 0) -> int:
     return max(64, 1 << max(0, (n - 1).bit_length()))
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Columns:
+    """The column side of a block (see `GramEngine._columns`).
+
+    Attributes:
+        trees: the column trees.
+        node, tree, count: their matchable occurrences (forest node, column, count).
+        members: the stored column nodes, sorted by match group then arity class.
+        group_start, group_len: each group's run in `members`.
+        pos: `int32[n_pad]` a member's position within its group (-1: not a member).
+        occ_tree, occ_count, occ_start: the stored occurrences grouped by member
+            (member i's run starts at `occ_start[i]`).
+        key_sorted, by_key: the occurrences' keys sorted, and the sorting permutation.
+    """
+
+    trees: np.ndarray
+    node: np.ndarray
+    tree: np.ndarray
+    count: np.ndarray
+    members: np.ndarray
+    group_start: np.ndarray
+    group_len: np.ndarray
+    pos: np.ndarray
+    occ_tree: np.ndarray
+    occ_count: np.ndarray
+    occ_start: np.ndarray
+    key_sorted: np.ndarray
+    by_key: np.ndarray
+
+
 @dataclasses.dataclass
 class Counts:
     """Work counters: they do not drift with the machine."""
@@ -207,6 +237,7 @@ class GramEngine:
         self._buf_size = self._cols_pad = self._rows_pad = self._zs_pad = 0
         self._lock = threading.Lock()  # blocks run on several threads (compute_gram)
         self._dev_on: dict = {}  # per-device copies of `dev` (compute_gram's `devices`)
+        self._col_cache: list[tuple[tuple, _Columns]] = []  # the last two column sides
 
     def _count(self, **added: int) -> None:
         with self._lock:
@@ -263,13 +294,24 @@ class GramEngine:
         `[rows_pad]` array. Only the node pairs that share a tree are computed."""
         return self._on(device, params, lambda p, dev: self._diag(trees, p, dev))
 
-    def _layout(self, row_nodes: np.ndarray, col_nodes: np.ndarray):
-        """Buffer layout of a block: each stored row node q gets a run of slots, one per
-        stored column node of its match group (`members`, sorted by group then arity class).
-        Returns (rows, r_key, r_off, row_off, members, group_start, group_len, pos), where
-        the slot of Delta(q, v) is `row_off[q] + pos[v]`."""
+    def _columns(self, col_trees: np.ndarray) -> _Columns:
+        """The column side of a block: it depends on the column trees only, so consecutive
+        blocks against the same columns (a cross block's row blocks) share one."""
+        col_trees = np.asarray(col_trees, np.int64)
+        ident = (len(col_trees), hash(col_trees.tobytes()))
+        with self._lock:
+            for known, cols in self._col_cache:
+                if known == ident and np.array_equal(cols.trees, col_trees):
+                    return cols
+        cols = self._make_columns(col_trees)
+        with self._lock:
+            self._col_cache = [(ident, cols)] + self._col_cache[:1]
+        return cols
+
+    def _make_columns(self, col_trees: np.ndarray) -> _Columns:
         plan, stored = self.plan, self._stored
-        members = np.unique(col_nodes[stored[col_nodes]])
+        c_node, c_tree, c_count = self._occurrences(col_trees)
+        members = np.unique(c_node[stored[c_node]])
         m_key = plan.key[members].astype(np.int64)
         order = np.lexsort((self._aclass[members], m_key))
         members, m_key = members[order], m_key[order]
@@ -277,13 +319,35 @@ class GramEngine:
         group_len = np.diff(group_start)
         pos = np.full(self._n_pad, -1, np.int32)
         pos[members] = np.arange(len(members)) - group_start[m_key]
-        rows = np.unique(row_nodes[stored[row_nodes]])
-        r_key = plan.key[rows].astype(np.int64)
-        r_len = group_len[r_key]
+        # Stored occurrences grouped by member: the contraction's items.
+        c_st = stored[c_node]
+        pos_of = np.full(self._n_pad, -1, np.int64)
+        pos_of[members] = np.arange(len(members))
+        c_mem = pos_of[c_node[c_st]]
+        by_mem = np.argsort(c_mem, kind="stable")
+        occ_start = np.searchsorted(c_mem[by_mem], np.arange(len(members) + 1))
+        # All matchable occurrences grouped by key (residual mode's constant part).
+        ck = plan.key[c_node].astype(np.int64)
+        by_key = np.argsort(ck, kind="stable")
+        return _Columns(
+            trees=col_trees, node=c_node, tree=c_tree, count=c_count, members=members,
+            group_start=group_start, group_len=group_len, pos=pos,
+            occ_tree=c_tree[c_st][by_mem], occ_count=c_count[c_st][by_mem],
+            occ_start=occ_start, key_sorted=ck[by_key], by_key=by_key,
+        )
+
+    def _layout(self, row_nodes: np.ndarray, cols: _Columns):
+        """Buffer layout of a block: each stored row node q gets a run of slots, one per
+        stored column node of its match group (`cols.members`, sorted by group then arity
+        class). Returns (rows, r_key, r_off, row_off); the slot of Delta(q, v) is
+        `row_off[q] + cols.pos[v]`."""
+        rows = np.unique(row_nodes[self._stored[row_nodes]])
+        r_key = self.plan.key[rows].astype(np.int64)
+        r_len = cols.group_len[r_key]
         r_off = _FIRST_SLOT + np.cumsum(r_len) - r_len
         row_off = np.full(self._n_pad, -1, np.int32)
         row_off[rows] = r_off
-        return rows, r_key, r_off, row_off, members, group_start, group_len, pos
+        return rows, r_key, r_off, row_off
 
     def _compute(self, params, dev, rows, ri, members, midx, slots, row_off, pos, n_slots):
         """A fresh buffer with Delta(rows[ri], members[midx]) in `slots`, children first."""
@@ -312,29 +376,30 @@ class GramEngine:
                                   _to_device(pos), params, dev)
 
     def _block(self, row_trees, col_trees, params: Params, dev: DeviceForest) -> jax.Array:
-        col = self._occurrences(np.asarray(col_trees, np.int64))
+        cols = self._columns(col_trees)
         row = self._occurrences(np.asarray(row_trees, np.int64))
-        rows, r_key, r_off, row_off, members, group_start, group_len, pos = self._layout(
-            row[0], col[0])
+        rows, r_key, r_off, row_off = self._layout(row[0], cols)
+        group_start, group_len = cols.group_start, cols.group_len
         r_len = group_len[r_key]
-        ri, midx = self._pairs(rows, r_key, members, group_start, group_len)
+        ri, midx = self._pairs(rows, r_key, cols.members, group_start, group_len)
         ri, midx = ri.astype(np.int32), midx.astype(np.int32)  # the block's largest arrays
         self._count(delta_entries=len(ri), constant_entries=int(r_len.sum()) - len(ri))
         # the buf slot of Delta(rows[ri], v)
         out = (r_off - group_start[r_key]).astype(np.int32)[ri] + midx
-        buf = self._compute(params, dev, rows, ri, members, midx, out, row_off, pos,
+        buf = self._compute(params, dev, rows, ri, cols.members, midx, out, row_off, cols.pos,
                             int(r_len.sum()))
-        return self._contract(buf, rows, ri, midx, out, members, row, col,
-                              len(row_trees), len(col_trees))
+        return self._contract(buf, rows, ri, midx, out, row, cols, len(row_trees))
 
     def _diag(self, trees, params: Params, dev: DeviceForest) -> jax.Array:
         """Self-kernels: K(t, t) = sum over same-key node pairs (q, v) of tree t of
         c_t(q) c_t(v) Delta(q, v). The pairs that share a tree are closed under taking
         children, so only those are computed (in the buffer layout of the square block)."""
         plan, stored = self.plan, self._stored
-        node, tree, count = self._occurrences(np.asarray(trees, np.int64))
-        rows, r_key, r_off, row_off, members, group_start, group_len, pos = self._layout(
-            node, node)
+        trees = np.asarray(trees, np.int64)
+        node, tree, count = self._occurrences(trees)
+        cols = self._make_columns(trees)
+        rows, r_key, r_off, row_off = self._layout(node, cols)
+        members, group_len, pos = cols.members, cols.group_len, cols.pos
         rows_pad = self._grow("_rows_pad", _bucket(len(trees)))
         key = plan.key[node].astype(np.int64)
         # Stored occurrences grouped by (tree, key); every pair within a group.
@@ -391,12 +456,10 @@ class GramEngine:
     def block_slots(self, row_trees: np.ndarray, col_trees: np.ndarray) -> int:
         """Buffer slots `block(row_trees, col_trees)` needs: its layout, each stored row
         node times the stored column nodes of its match group."""
-        col, _, _ = self._occurrences(np.asarray(col_trees, np.int64))
+        group_len = self._columns(col_trees).group_len
         row, _, _ = self._occurrences(np.asarray(row_trees, np.int64))
-        members = np.unique(col[self._stored[col]])
-        per_key = np.bincount(self.plan.key[members], minlength=self.plan.n_keys)
         rows = np.unique(row[self._stored[row]])
-        return _FIRST_SLOT + 1 + int(per_key[self.plan.key[rows]].astype(np.int64).sum())
+        return _FIRST_SLOT + 1 + int(group_len[self.plan.key[rows]].astype(np.int64).sum())
 
     def diag_slots(self, trees: np.ndarray) -> int:
         """Buffer slots `diag_block(trees)` needs (its layout: stored nodes times their match
@@ -466,7 +529,7 @@ class GramEngine:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ris).astype(np.int64), np.concatenate(ms).astype(np.int64)
 
-    def _contract(self, buf, rows, ri, midx, out, members, row, col, n_rows, n_cols):
+    def _contract(self, buf, rows, ri, midx, out, row, cols: _Columns, n_rows):
         """G[i, j] = sum over (q, v) of A[i, q] Delta(q, v) A[j, v] for the block.
 
         Terms come as *virtual rows*, each with its occurrences in the row trees and its
@@ -479,8 +542,8 @@ class GramEngine:
         """
         plan = self.plan
         r_node, r_tree, r_count = row
-        c_node, c_tree, c_count = col
-        cols_pad = self._grow("_cols_pad", _bucket(n_cols, 512))
+        c_node, c_tree, c_count = cols.node, cols.tree, cols.count
+        cols_pad = self._grow("_cols_pad", _bucket(len(cols.trees), 512))
         rows_pad = self._grow("_rows_pad", _bucket(n_rows))
         # Node pairs these terms stand for: same-key occurrence pairs.
         rk_hist = np.bincount(plan.key[r_node], weights=r_count, minlength=plan.n_keys)
@@ -513,13 +576,7 @@ class GramEngine:
         if (rows_pad + zs_pad) * cols_pad >= 1 << 31:
             raise ValueError("Gram block too large for int32 indexing: use a smaller block_size")
         # Items of the stored rows: each computed pair (q, v) times v's column occurrences.
-        c_st = self._stored[c_node]
-        pos_of = np.full(self._n_pad, -1, np.int64)
-        pos_of[members] = np.arange(len(members))
-        c_mem = pos_of[c_node[c_st]]
-        by_mem = np.argsort(c_mem, kind="stable")
-        occ_tree, occ_count = c_tree[c_st][by_mem], c_count[c_st][by_mem]
-        occ_start = np.searchsorted(c_mem[by_mem], np.arange(len(members) + 1))
+        occ_tree, occ_count, occ_start = cols.occ_tree, cols.occ_count, cols.occ_start
         occ_len = np.diff(occ_start)[midx]
         gz = jnp.zeros(_ladder((rows_pad + zs_pad) * cols_pad, 1 << 16, 2), self.dtype)
         # In chunks of about _SCATTER_CHUNK items (a bounded working set), in item order.
@@ -535,11 +592,9 @@ class GramEngine:
                                np.repeat(weight[ri[a:b]], lens) * occ_count[item])
         if plan.residual:
             # Items of the group rows: every column occurrence of the group, times buf[1].
-            ck = plan.key[c_node].astype(np.int64)
-            by_key = np.argsort(ck, kind="stable")
-            k_start = np.searchsorted(ck[by_key], groups)
-            k_len = np.searchsorted(ck[by_key], groups, side="right") - k_start
-            kitem = by_key[_ranges(k_start, k_len)]
+            k_start = np.searchsorted(cols.key_sorted, groups)
+            k_len = np.searchsorted(cols.key_sorted, groups, side="right") - k_start
+            kitem = cols.by_key[_ranges(k_start, k_len)]
             vr = len(rows) + np.repeat(np.arange(len(groups)), k_len)
             gz = self._scatter(gz, buf, np.ones(len(kitem), np.int64),
                                target[vr] * cols_pad + c_tree[kitem],
