@@ -27,13 +27,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._validate import is_traced
 from ..trees._forest import Forest
 from ._recurrences import (
     DeviceForest,
     Params,
     accumulate,
     fill_entries,
-    finish_block,
     new_buffer,
 )
 
@@ -234,7 +234,7 @@ class GramEngine:
             self._mask = _child_key_bits(f, key, plan.n_keys)
         self.counts = Counts()
         # Padded sizes only grow over the engine's calls (fewer shapes, fewer programs).
-        self._buf_size = self._cols_pad = self._rows_pad = self._zs_pad = 0
+        self._buf_size = self._rows_pad = 0
         self._lock = threading.Lock()  # blocks run on several threads (compute_gram)
         self._dev_on: dict = {}  # per-device copies of `dev` (compute_gram's `devices`)
         self._col_cache: list[tuple[tuple, _Columns]] = []  # the last two column sides
@@ -279,12 +279,12 @@ class GramEngine:
             return run(jax.device_put(params, device), dev)
 
     def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params,
-              device: Any = None) -> jax.Array:
-        """`G[row_trees, col_trees]`, padded: a `[rows_pad, cols_pad]` array whose top-left
-        `[len(row_trees), len(col_trees)]` corner is the block (the rest is not meaningful).
+              device: Any = None) -> Any:
+        """`G[row_trees, col_trees]`: a `[len(row_trees), len(col_trees)]` NumPy array (a JAX
+        array under a transformation).
 
         With `device`, the block's recurrences run there (on a copy of the forest arrays kept
-        on that device); its result stays there.
+        on that device); the finished block comes back to the host.
         """
         return self._on(device, params,
                         lambda p, dev: self._block(row_trees, col_trees, p, dev))
@@ -537,14 +537,13 @@ class GramEngine:
         (items: the computed pairs (q, v)), and in residual mode one per match group with
         the constant mu lam^2 (buf slot 1) on every same-group pair. A virtual row found in
         one row tree only is added straight into that tree's Gram row; shared ones are summed
-        once into a row of Z, and Z is spread by a small dense product. G and Z are one
-        scatter target: rows [0, rows_pad) are G's, the rest Z's.
+        once into a row of Z, and Z is spread into G (`_spread`). G and Z are one flat
+        scatter target, rows of `n_cols` cells: G's n_rows rows first, then Z's.
         """
         plan = self.plan
         r_node, r_tree, r_count = row
         c_node, c_tree, c_count = cols.node, cols.tree, cols.count
-        cols_pad = self._grow("_cols_pad", _bucket(len(cols.trees), 512))
-        rows_pad = self._grow("_rows_pad", _bucket(n_rows))
+        n_cols = len(cols.trees)
         # Node pairs these terms stand for: same-key occurrence pairs.
         rk_hist = np.bincount(plan.key[r_node], weights=r_count, minlength=plan.n_keys)
         ck_hist = np.bincount(plan.key[c_node], weights=c_count, minlength=plan.n_keys)
@@ -571,14 +570,14 @@ class GramEngine:
         one = n_occ[vr_row] == 1
         target[vr_row[one]] = vr_tree[one]
         weight[vr_row[one]] = vr_w[one]
-        target[shared] = rows_pad + np.arange(len(shared))
-        zs_pad = self._grow("_zs_pad", _bucket(len(shared))) if len(shared) else 0
-        if (rows_pad + zs_pad) * cols_pad >= 1 << 31:
+        target[shared] = n_rows + np.arange(len(shared))
+        cells = (n_rows + len(shared)) * n_cols
+        if cells >= 1 << 31:
             raise ValueError("Gram block too large for int32 indexing: use a smaller block_size")
         # Items of the stored rows: each computed pair (q, v) times v's column occurrences.
         occ_tree, occ_count, occ_start = cols.occ_tree, cols.occ_count, cols.occ_start
         occ_len = np.diff(occ_start)[midx]
-        gz = jnp.zeros(_ladder((rows_pad + zs_pad) * cols_pad, 1 << 16, 2), self.dtype)
+        gz = jnp.zeros(_ladder(cells + 1, 1 << 18, 4), self.dtype)
         # In chunks of about _SCATTER_CHUNK items (a bounded working set), in item order.
         ends = np.cumsum(occ_len)
         total = int(ends[-1]) if len(ends) else 0
@@ -588,7 +587,7 @@ class GramEngine:
             lens = occ_len[a:b]
             item = _ranges(occ_start[midx[a:b]], lens)
             gz = self._scatter(gz, buf, np.repeat(out[a:b], lens),
-                               np.repeat(target[ri[a:b]] * cols_pad, lens) + occ_tree[item],
+                               np.repeat(target[ri[a:b]] * n_cols, lens) + occ_tree[item],
                                np.repeat(weight[ri[a:b]], lens) * occ_count[item])
         if plan.residual:
             # Items of the group rows: every column occurrence of the group, times buf[1].
@@ -597,16 +596,13 @@ class GramEngine:
             kitem = cols.by_key[_ranges(k_start, k_len)]
             vr = len(rows) + np.repeat(np.arange(len(groups)), k_len)
             gz = self._scatter(gz, buf, np.ones(len(kitem), np.int64),
-                               target[vr] * cols_pad + c_tree[kitem],
+                               target[vr] * n_cols + c_tree[kitem],
                                weight[vr] * c_count[kitem])
-        a_shared = np.zeros((rows_pad, zs_pad), np.float64)
-        if len(shared):
-            z_of = np.full(n_vr, -1, np.int64)
-            z_of[shared] = np.arange(len(shared))
-            np.add.at(a_shared, (vr_tree[~one], z_of[vr_row[~one]]), vr_w[~one])
+        z_of = np.full(n_vr, -1, np.int64)
+        z_of[shared] = np.arange(len(shared))
+        spread = (vr_tree[~one], z_of[vr_row[~one]], vr_w[~one])
         self._count(blocks=1)
-        return finish_block(gz, _to_device(a_shared.astype(self.dtype)), rows_pad=rows_pad,
-                            cols_pad=cols_pad)
+        return _spread(gz, spread, n_rows, len(shared), n_cols)
 
     def _scatter(self, out, buf, idx, seg, weight):
         """out[seg[k]] += buf[idx[k]] * weight[k], in fixed-size chunks."""
@@ -633,6 +629,7 @@ class GramEngine:
         """
         n_cls = len(_CLASSES)
         piece, piece_start = None, 0
+        traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
         for s0, e0 in zip(cuts[:-1], cuts[1:]):
             ac, bc = divmod(int(code[s0]) % (n_cls * n_cls), n_cls)
             a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
@@ -652,10 +649,43 @@ class GramEngine:
                 buf = fill_entries(
                     buf, piece, np.int32(s - piece_start), np.int32(e - s), dev, dev_row_off,
                     dev_pos, params, plan_static=self._static, a_pad=a_pad, b_pad=b_pad,
-                    sub=sub,
+                    sub=sub, trips=-(-(e - s) // sub) if traced else None,
                 )
                 s = e
         return buf
+
+
+def _spread(gz: jax.Array, spread: tuple[np.ndarray, np.ndarray, np.ndarray], n_rows: int,
+            n_shared: int, n_cols: int) -> Any:
+    """The block `G [n_rows, n_cols]` out of the flat scatter target `gz` (G's rows, then
+    Z's `n_shared` rows): G plus, for every (tree t, Z row z, weight w) in `spread`,
+    w * Z[z] in G's row t. A NumPy array when `gz` is concrete (the spreading is a few
+    vectorized sums on the host: Z's occurrences are few, and a padded dense product on the
+    device cost more than the whole block); a JAX array under a transformation."""
+    tree, z, w = spread
+    size = n_rows * n_cols
+    if is_traced(gz):
+        g = gz[:size].reshape(n_rows, n_cols)
+        if n_shared == 0:
+            return g
+        zrows = gz[size: size + n_shared * n_cols].reshape(n_shared, n_cols)
+        add = jax.ops.segment_sum(zrows[z] * jnp.asarray(w, gz.dtype)[:, None],
+                                  jnp.asarray(tree), num_segments=n_rows)
+        return g + add
+    flat = np.asarray(gz)
+    g = flat[:size].reshape(n_rows, n_cols)
+    if n_shared == 0 or len(tree) == 0:
+        return g
+    g = g.copy()
+    zrows = flat[size: size + n_shared * n_cols].reshape(n_shared, n_cols)
+    order = np.argsort(tree, kind="stable")
+    tree, z, w = tree[order], z[order], w[order].astype(g.dtype)
+    step = max(1, (1 << 20) // max(n_cols, 1))  # a bounded temporary
+    for a in range(0, len(tree), step):
+        t, zz, ww = tree[a:a + step], z[a:a + step], w[a:a + step]
+        starts = np.flatnonzero(np.concatenate([[True], t[1:] != t[:-1]]))
+        g[t[starts]] += np.add.reduceat(zrows[zz] * ww[:, None], starts, axis=0)
+    return g
 
 
 def _to_device(host: np.ndarray) -> jax.Array:

@@ -148,16 +148,19 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
 
 
 @functools.partial(
-    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad", "sub"), donate_argnums=(0,)
+    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad", "sub", "trips"),
+    donate_argnums=(0,)
 )
 def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_static, a_pad,
-                 b_pad, sub):
+                 b_pad, sub, trips=None):
     """Delta entries piece[:, start:start+count] (rows q, columns v, buf slots) into buf.
 
     The entries are independent of each other (one height level, one arity-class pair), so
     they are computed `sub` at a time in a loop whose trip count is `count / sub`: one
     program serves any count, and the padding wasted on a bucket is less than `sub` entries.
-    `piece` must extend at least `sub` entries past `start + count`.
+    `piece` must extend at least `sub` entries past `start + count`. `trips` (static) fixes
+    the trip count instead: a loop of known length, which reverse-mode differentiation needs
+    (the caller passes it when the parameters are traced).
     """
 
     def chunk(i, buf):
@@ -171,6 +174,8 @@ def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_st
                              a_pad=a_pad, b_pad=b_pad)
         return buf.at[out].set(vals.astype(buf.dtype))
 
+    if trips is not None:
+        return jax.lax.fori_loop(0, trips, chunk, buf)
     return jax.lax.fori_loop(0, (count + sub - 1) // sub, chunk, buf)
 
 
@@ -187,19 +192,3 @@ def new_buffer(params, *, size, dtype, residual):
 def accumulate(out, buf, idx, seg, weight):
     """out[seg[k]] += buf[idx[k]] * weight[k] (a chunk of the contraction's items)."""
     return out.at[seg].add(buf[idx] * weight)
-
-
-@functools.partial(jax.jit, static_argnames=("rows_pad", "cols_pad"))
-def finish_block(gz, a_shared, *, rows_pad, cols_pad):
-    """The `[rows_pad, cols_pad]` block out of the scatter target `gz`: its first
-    `rows_pad * cols_pad` cells are G's rows, the next `zs_pad * cols_pad` the rows of Z,
-    spread into G by the dense product with `a_shared` `[rows_pad, zs_pad]` (zs_pad may be
-    0). The rest of `gz` is padding."""
-    size = rows_pad * cols_pad
-    g = gz[:size].reshape(rows_pad, cols_pad)
-    zs = a_shared.shape[1]
-    if zs == 0:
-        return g
-    z = gz[size: size + zs * cols_pad].reshape(zs, cols_pad)
-    prec = jax.lax.Precision.HIGHEST  # no TF32 on GPUs: these values feed exact results
-    return g + jnp.matmul(a_shared, z, precision=prec)

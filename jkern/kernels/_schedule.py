@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import mmap
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -30,12 +31,25 @@ from ._recurrences import Params
 
 def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """An uninitialized host array on a 64-byte boundary (XLA's CPU alignment), so that
-    `_as_jax` can hand it to JAX without a copy."""
+    `_as_jax` can hand it to JAX without a copy. Large ones are anonymous mappings backed by
+    huge pages where the system allows: first-touching a fresh Gram matrix page by page
+    costs several times more than the values it holds."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape)) * dtype.itemsize
+    if size >= _HUGE and hasattr(mmap, "MADV_HUGEPAGE"):
+        region = mmap.mmap(-1, size)
+        try:
+            region.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:
+            pass
+        return np.frombuffer(region, dtype, int(np.prod(shape))).reshape(shape)
     raw = np.empty(size + 64, np.uint8)
     start = (-raw.ctypes.data) % 64
     return raw[start:start + size].view(dtype).reshape(shape)
+
+
+# Host arrays at least this large (bytes) are mapped with huge pages (`_aligned_empty`).
+_HUGE = 1 << 22
 
 
 def _as_jax(result: np.ndarray) -> jax.Array:
@@ -164,15 +178,10 @@ def compute_gram(
             return
         part, width = block(b, s, e)
         values = np.asarray(part)[: e - s, :width]  # waits for the block
-        if symmetric:  # rows s:e against s:, its mirror, and exact symmetry
-            side = e - s  # the diagonal square: its upper triangle wins
-            square = values[:, :side]
-            result[s:e, s:e] = np.triu(square) + np.triu(square, 1).T
-            result[s:e, e:] = values[:, side:]
-            result[e:, s:e] = values[:, side:].T
-        else:
-            result[s:e] = values
+        # symmetric: rows s:e against s: (the upper triangle; `_mirror` fills the rest)
+        result[s:e, s if symmetric else 0:] = values
         del part, values
+        _release_pages(result)
         _release_freed_memory()
 
     def job(b: int, s: int, e: int) -> Callable[[], None]:
@@ -186,7 +195,33 @@ def compute_gram(
                            MAX_BUFFER))
 
     _run_blocks([job(b, s, e) for b, (s, e) in enumerate(spans)], threads, progress)
+    if symmetric:
+        _mirror(result)
     return result if out is not None else _as_jax(result)
+
+
+def _mirror(result: np.ndarray, band: int = 256) -> None:
+    """Fills the strict lower triangle from the upper one (exact symmetry: the upper
+    triangle wins), a band of rows at a time: transposed tiles stay in cache, and a
+    memory-mapped `result` holds only a band's pages at once."""
+    n = result.shape[0]
+    for r0 in range(0, n, band):
+        r1 = min(r0 + band, n)
+        result[r0:r1, :r0] = result[:r0, r0:r1].T
+        square = result[r0:r1, r0:r1]
+        result[r0:r1, r0:r1] = np.triu(square) + np.triu(square, 1).T
+        _release_pages(result)
+
+
+def _release_pages(result: np.ndarray) -> None:
+    """For a memory-mapped `result`: writes its dirty pages to the file and drops them from
+    this process's memory (they are read back on demand), so a Gram larger than memory is
+    written holding only a block's pages. A no-op for an ordinary array."""
+    mm = getattr(result, "_mmap", None)
+    if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    mm.flush()
+    mm.madvise(mmap.MADV_DONTNEED)
 
 
 # Tree pairs per row block when the caller leaves `block_size` unset: per-block costs (the
