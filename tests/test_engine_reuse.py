@@ -159,3 +159,32 @@ def test_compilation_cache_is_on_by_default_with_an_opt_out(tmp_path):
     assert _cache_dir_of(env) == str(tmp_path / "xla")
     assert (tmp_path / "xla").is_dir()
     assert _cache_dir_of({**env, "JKERN_NO_CACHE": "1"}) == "None"
+
+
+def test_subsets_of_a_prepared_collection_reuse_its_forest(corpus):
+    trees = corpus["ref"][:30]
+    k = jkern.PTK(0.4, 0.4)
+    prepared = k.prepare(trees, dtype="float64")
+    forest = prepared.forest
+    stats: dict = {}
+    got = jkern.gram(k, prepared[:10], prepared[5:20], stats=stats, **F64)
+    assert prepared.forest is forest and stats["trees"] == 30  # the collection's forest
+    assert_rel(got, jkern.gram(k, trees[:10], trees[5:20], **F64), 1e-12, "cross block")
+    rows = np.array([3, 17, 29, 0])
+    assert_rel(jkern.gram(k, prepared[rows], **F64), jkern.gram(k, [trees[i] for i in rows],
+                                                                   **F64), 1e-12, "square")
+    assert_rel(k.diag(prepared[rows], **F64), k.diag([trees[i] for i in rows], **F64), 1e-12,
+               "diag")
+    norm = jkern.Normalized(k)
+    assert_rel(jkern.gram(norm, prepared[20:], prepared[:20], **F64),
+               jkern.gram(norm, trees[20:], trees[:20], **F64), 1e-12, "normalized")
+    # the counters are this call's, not the collection's running totals
+    again: dict = {}
+    jkern.gram(k, prepared[:10], prepared[5:20], stats=again, **F64)
+    assert again["delta_entries"] == stats["delta_entries"] > 0
+    # another kernel, or another dtype, reads the trees as a plain sequence
+    assert_rel(jkern.gram(jkern.SST(0.4), prepared[:10], **F64),
+               jkern.gram(jkern.SST(0.4), trees[:10], **F64), 1e-12, "other kernel")
+    f32 = np.asarray(jkern.gram(k, prepared[:10], dtype="float32"))
+    assert f32.dtype == np.float32 and f32.shape == (10, 10)
+    assert len(prepared[2:5]) == 3 and prepared[2:5][1] is trees[3]

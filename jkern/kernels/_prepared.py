@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import equinox as eqx
 import jax
 import numpy as np
 
@@ -37,10 +38,23 @@ class PreparedTrees:
 
     def __init__(self, kernel: AbstractTreeKernel, trees: Sequence[Tree], dtype: Any,
                  expanded: Sequence[bool] | None = None) -> None:
-        self.forest = Forest.build(list(trees), expanded)
+        self.kernel = kernel
+        self.trees = list(trees)
+        self.forest = Forest.build(self.trees, expanded)
         self.engine = GramEngine(self.forest, kernel.match_plan(self.forest), dtype)
         self.params = kernel.params()
         self.dtype = self.engine.dtype
+
+    def __len__(self) -> int:
+        return self.forest.n_trees
+
+    def __getitem__(self, index: Any) -> TreeSubset:
+        """Trees of the collection as a sequence that remembers where they came from:
+        `kernel.gram(prepared[rows], prepared[cols])` (also `diag`, and `Normalized`'s gram)
+        computes on this forest instead of building another one. `index`: a slice, an int
+        array or a boolean mask."""
+        idx = np.arange(self.n_trees)[index]
+        return TreeSubset(self, np.atleast_1d(idx).astype(np.int64))
 
     @property
     def n_trees(self) -> int:
@@ -76,3 +90,35 @@ class PreparedTrees:
         """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree)."""
         return compute_diag(self.engine, self.params, idx, block_size=block_size,
                             threads=threads)
+
+
+class TreeSubset(Sequence[Tree]):
+    """Trees of a `PreparedTrees` (`prepared[index]`): a sequence of `Tree`s like any other,
+    which the prepared kernel's Gram computations recognize and run on the prepared forest
+    (another kernel, or another dtype, just reads the trees)."""
+
+    def __init__(self, prepared: PreparedTrees, indices: np.ndarray) -> None:
+        self.prepared = prepared
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return TreeSubset(self.prepared, self.indices[i])
+        return self.prepared.trees[int(self.indices[i])]
+
+
+def reusable(kernel: AbstractTreeKernel, dtype: Any, *xs: Any) -> PreparedTrees | None:
+    """The prepared collection all of `xs` (None entries aside) are subsets of, when it was
+    prepared for `kernel` in `dtype`; None otherwise (the trees are then prepared afresh)."""
+    subsets = [x for x in xs if x is not None]
+    if not subsets or not all(isinstance(x, TreeSubset) for x in subsets):
+        return None
+    prepared = subsets[0].prepared
+    if any(x.prepared is not prepared for x in subsets) or prepared.dtype != dtype:
+        return None
+    if prepared.kernel is not kernel and not bool(eqx.tree_equal(prepared.kernel, kernel)):
+        return None
+    return prepared

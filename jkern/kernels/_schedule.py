@@ -181,7 +181,7 @@ def compute_gram(
         # symmetric: rows s:e against s: (the upper triangle; `_mirror` fills the rest)
         result[s:e, s if symmetric else 0:] = values
         del part, values
-        _release_pages(result)
+        release_pages(result)
         _release_freed_memory()
 
     def job(b: int, s: int, e: int) -> Callable[[], None]:
@@ -210,10 +210,10 @@ def _mirror(result: np.ndarray, band: int = 256) -> None:
         result[r0:r1, :r0] = result[:r0, r0:r1].T
         square = result[r0:r1, r0:r1]
         result[r0:r1, r0:r1] = np.triu(square) + np.triu(square, 1).T
-        _release_pages(result)
+        release_pages(result)
 
 
-def _release_pages(result: np.ndarray) -> None:
+def release_pages(result: np.ndarray) -> None:
     """For a memory-mapped `result`: writes its dirty pages to the file and drops them from
     this process's memory (they are read back on demand), so a Gram larger than memory is
     written holding only a block's pages. A no-op for an ordinary array."""

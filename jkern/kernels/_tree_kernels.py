@@ -15,6 +15,7 @@ Semantics are SVM-Light-TK's as pinned in ../shared/ref/README.md:
 from __future__ import annotations
 
 import abc
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,8 +31,9 @@ from ..trees._forest import Forest
 from ..trees._svmlight import Example
 from ..trees._tree import Tree
 from ._base import ROW_CHUNK, AbstractKernel, check_options, resolve_dtype
-from ._engine import MatchPlan, Params
-from ._prepared import PreparedTrees
+from ._engine import Counts, MatchPlan, Params
+from ._prepared import PreparedTrees, reusable
+from ._schedule import release_pages
 
 _OVERFLOW = (
     "tree kernel values overflowed {dtype} (inf/NaN in the Gram matrix): big trees or lam/mu "
@@ -60,8 +62,10 @@ def _check_finite(g: Any, dtype: jnp.dtype) -> Any:
     if is_traced(g):
         return eqx.error_if(g, ~jnp.all(jnp.isfinite(g)), msg)
     if isinstance(g, np.ndarray):  # the caller's `out` (maybe a memory map): row chunks
-        finite = all(np.isfinite(g[s:s + ROW_CHUNK]).all()
-                     for s in range(0, g.shape[0], ROW_CHUNK))
+        finite = True
+        for s in range(0, g.shape[0], ROW_CHUNK):
+            finite = finite and bool(np.isfinite(g[s:s + ROW_CHUNK]).all())
+            release_pages(g)  # a memory map's pages read back go again
     else:
         finite = bool(jnp.all(jnp.isfinite(g)))
     if not finite:
@@ -104,14 +108,11 @@ class AbstractTreeKernel(AbstractKernel):
     def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=None, threads=2,
              devices=None, stats=None, out=None):
         before = int(program_stats()["programs"])
-        trees1 = as_trees(x1, self.tree_index)
-        trees2 = [] if x2 is None else as_trees(x2, self.tree_index)
-        prepared = PreparedTrees(self, trees1 + trees2, resolve_dtype(dtype))
-        rows = np.arange(len(trees1))
-        cols = None if x2 is None else np.arange(len(trees1), prepared.n_trees)
+        prepared, rows, cols = self._prepared(x1, x2, dtype)
+        counted = dataclasses.replace(prepared.counts)
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
                            threads=threads, devices=devices, out=out)
-        _report(prepared, stats, before)
+        _report(prepared, stats, before, counted)
         return _check_finite(g, prepared.dtype)
 
     def gram_and_diag(self, x1, x2, *, dtype=None, progress=False, block_size=None, threads=2,
@@ -119,33 +120,50 @@ class AbstractTreeKernel(AbstractKernel):
         """The block and both sides' self-kernels on one prepared forest (one set of
         compiled programs; the self-kernels compute only the node pairs within a tree)."""
         before = int(program_stats()["programs"])
-        trees1, trees2 = as_trees(x1, self.tree_index), as_trees(x2, self.tree_index)
-        prepared = PreparedTrees(self, trees1 + trees2, resolve_dtype(dtype))
-        n1 = len(trees1)
-        g = prepared.block(np.arange(n1), np.arange(n1, prepared.n_trees),
-                           block_size=block_size, progress=progress, threads=threads,
-                           devices=devices, out=out)
-        d = prepared.diag(np.arange(prepared.n_trees), threads=threads)
-        _report(prepared, stats, before)
-        d = _check_finite(d, prepared.dtype)
-        return _check_finite(g, prepared.dtype), d[:n1], d[n1:]
+        prepared, rows, cols = self._prepared(x1, x2, dtype)
+        counted = dataclasses.replace(prepared.counts)
+        assert cols is not None
+        g = prepared.block(rows, cols, block_size=block_size, progress=progress,
+                           threads=threads, devices=devices, out=out)
+        both = np.concatenate([rows, cols])
+        d = _check_finite(prepared.diag(both, threads=threads), prepared.dtype)
+        _report(prepared, stats, before, counted)
+        return _check_finite(g, prepared.dtype), d[:len(rows)], d[len(rows):]
 
     def diag(self, x, *, dtype=None, **options):
         check_options(self, options)
-        prepared = self.prepare(x, dtype=dtype)
-        d = prepared.diag(np.arange(prepared.n_trees), threads=options.get("threads", 2))
+        prepared, rows, _ = self._prepared(x, None, dtype)
+        d = prepared.diag(rows, threads=options.get("threads", 2))
         return _check_finite(d, prepared.dtype)
 
+    def _prepared(self, x1, x2, dtype) -> tuple[PreparedTrees, np.ndarray, np.ndarray | None]:
+        """(prepared collection, row indices, column indices or None): the collection both
+        sides come from when they are subsets of one prepared for this kernel and dtype
+        (`PreparedTrees.__getitem__`), else a new one of their trees."""
+        dtype = resolve_dtype(dtype)
+        prepared = reusable(self, dtype, x1, x2)
+        if prepared is not None:
+            return prepared, x1.indices, None if x2 is None else x2.indices
+        trees1 = as_trees(x1, self.tree_index)
+        trees2 = [] if x2 is None else as_trees(x2, self.tree_index)
+        prepared = PreparedTrees(self, trees1 + trees2, dtype)
+        rows = np.arange(len(trees1))
+        return prepared, rows, None if x2 is None else np.arange(len(trees1), prepared.n_trees)
 
-def _report(prepared: PreparedTrees, stats: dict | None, programs_before: int) -> None:
-    """The work counters of a computation into the caller's `stats` dict."""
+
+def _report(prepared: PreparedTrees, stats: dict | None, programs_before: int,
+            counts_before: Counts) -> None:
+    """The work counters of a computation (the prepared collection's, less what it had
+    counted before) into the caller's `stats` dict."""
     if stats is None:
         return
-    c = prepared.counts
+    c, b = prepared.counts, counts_before
     stats.update(trees=prepared.n_trees, total_nodes=prepared.total_nodes,
-                 forest_nodes=prepared.forest_nodes, delta_entries=c.delta_entries,
-                 constant_entries=c.constant_entries, node_pairs=c.node_pairs,
-                 blocks=c.blocks, programs=program_stats()["programs"] - programs_before)
+                 forest_nodes=prepared.forest_nodes,
+                 delta_entries=c.delta_entries - b.delta_entries,
+                 constant_entries=c.constant_entries - b.constant_entries,
+                 node_pairs=c.node_pairs - b.node_pairs, blocks=c.blocks - b.blocks,
+                 programs=program_stats()["programs"] - programs_before)
 
 
 def _internal_production_keys(forest: Forest, with_leaves: bool) -> tuple[np.ndarray, int]:
