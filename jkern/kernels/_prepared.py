@@ -8,6 +8,7 @@ through it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ class PreparedTrees:
                  expanded: Sequence[bool] | None = None) -> None:
         self.kernel = kernel
         self.trees = list(trees)
-        self.forest = Forest.build(self.trees, expanded)
+        self.forest = _forest_of(self.trees, expanded)
         self.engine = GramEngine(self.forest, kernel.match_plan(self.forest), dtype)
         self.params = kernel.params()
         self.dtype = self.engine.dtype
@@ -90,6 +91,30 @@ class PreparedTrees:
         """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree)."""
         return compute_diag(self.engine, self.params, idx, block_size=block_size,
                             threads=threads)
+
+
+def _forest_of(trees: list[Tree], expanded: Sequence[bool] | None) -> Forest:
+    """`Forest.build(trees, expanded)`, remembered for the last few collections: the forest
+    depends on the trees only, so calls on the same trees with other kernels or parameters
+    (a grid over lambda, a normalized block and its self-kernels) build it once. Trees are
+    immutable; the cache holds them, so their identities stay theirs."""
+    key = (tuple(map(id, trees)), None if expanded is None else tuple(map(bool, expanded)))
+    with _FORESTS_LOCK:
+        for i, (known, _trees, forest) in enumerate(_FORESTS):
+            if known == key:
+                _FORESTS.insert(0, _FORESTS.pop(i))
+                return forest
+    forest = Forest.build(trees, expanded)
+    with _FORESTS_LOCK:
+        _FORESTS.insert(0, (key, trees, forest))
+        del _FORESTS[_FORESTS_KEPT:]
+    return forest
+
+
+# The forests of the last few collections (`_forest_of`): (key, trees, forest), newest first.
+_FORESTS: list[tuple[tuple, list[Tree], Forest]] = []
+_FORESTS_KEPT = 2
+_FORESTS_LOCK = threading.Lock()
 
 
 class TreeSubset(Sequence[Tree]):

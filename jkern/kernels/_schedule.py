@@ -235,9 +235,9 @@ def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[
     """Row spans (s, e) of the blocks of an n x m Gram (symmetric: rows s:e against s:).
 
     `block_size` rows each when given; otherwise about `BLOCK_PAIRS` tree pairs each (so a
-    symmetric Gram's blocks grow as their column ranges shrink), between 32 and 2048 rows,
-    and at least two blocks when there are two rows or more. The spans depend only on the
-    sizes, never on the thread count, so neither do the Delta counts.
+    symmetric Gram's blocks grow as their column ranges shrink), between 32 and 2048 rows.
+    The spans depend only on the sizes, never on the thread count, so neither do the Delta
+    counts.
     """
     if block_size is not None:
         return [(s, min(s + block_size, n)) for s in range(0, n, block_size)]
@@ -245,8 +245,6 @@ def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[
     while s < n:
         width = (n - s) if symmetric else m
         size = min(max(BLOCK_PAIRS // max(width, 1), _MIN_ROWS), _MAX_ROWS)
-        if s == 0 and n >= 2:
-            size = min(size, -(-n // 2))
         spans.append((s, min(s + size, n)))
         s += size
     return spans
