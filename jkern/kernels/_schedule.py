@@ -181,7 +181,7 @@ def compute_gram(
         # symmetric: rows s:e against s: (the upper triangle; `_mirror` fills the rest)
         result[s:e, s if symmetric else 0:] = values
         del part, values
-        release_pages(result)
+        release_pages(result, s, e)
         _release_freed_memory()
 
     def job(b: int, s: int, e: int) -> Callable[[], None]:
@@ -202,33 +202,50 @@ def compute_gram(
 
 def _mirror(result: np.ndarray, band: int = 256) -> None:
     """Fills the strict lower triangle from the upper one (exact symmetry: the upper
-    triangle wins), a band of rows at a time: transposed tiles stay in cache, and a
-    memory-mapped `result` holds only a band's pages at once."""
+    triangle wins), one `band` x `band` tile at a time: transposed tiles stay in cache, and
+    a memory-mapped `result` holds only a few tiles' pages at once."""
     n = result.shape[0]
     for r0 in range(0, n, band):
         r1 = min(r0 + band, n)
-        result[r0:r1, :r0] = result[:r0, r0:r1].T
+        for c0 in range(0, r0, band):
+            c1 = min(c0 + band, r0)
+            result[r0:r1, c0:c1] = result[c0:c1, r0:r1].T
+            release_pages(result, c0, c1)
         square = result[r0:r1, r0:r1]
         result[r0:r1, r0:r1] = np.triu(square) + np.triu(square, 1).T
-        release_pages(result)
+        release_pages(result, r0, r1)
 
 
-def release_pages(result: np.ndarray) -> None:
-    """For a memory-mapped `result`: writes its dirty pages to the file and drops them from
-    this process's memory (they are read back on demand), so a Gram larger than memory is
-    written holding only a block's pages. A no-op for an ordinary array."""
+def release_pages(result: np.ndarray, start: int | None = None, stop: int | None = None
+                  ) -> None:
+    """For a memory-mapped `result`: writes the dirty pages of its rows `start:stop` (all
+    rows by default) to the file and drops them from this process's memory (they are read
+    back on demand), so a Gram larger than memory is written holding only a few blocks'
+    pages. (Reading a page of a mapped file maps its neighbours too, so rows read are
+    dropped as well as rows written.) A no-op for an ordinary array."""
     mm = getattr(result, "_mmap", None)
     if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
         return
-    mm.flush()
-    mm.madvise(mmap.MADV_DONTNEED)
+    if start is None or not result.flags.c_contiguous:
+        mm.flush()
+        mm.madvise(mmap.MADV_DONTNEED)
+        return
+    part = result[start:stop]
+    base = np.frombuffer(mm, np.uint8).ctypes.data
+    first = part.ctypes.data - base
+    first -= first % mmap.PAGESIZE
+    end = min(len(mm), -(-(part.ctypes.data - base + part.nbytes) // mmap.PAGESIZE)
+              * mmap.PAGESIZE)
+    if end > first:
+        mm.flush(first, end - first)
+        mm.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 # Tree pairs per row block when the caller leaves `block_size` unset: per-block costs (the
 # column side's planning, bucket tails) are then spread over as many pairs in a cross block
 # as in a square one, whatever the number of columns.
 BLOCK_PAIRS = 1 << 19
-_MIN_ROWS, _MAX_ROWS = 32, 2048
+_MIN_ROWS, _MAX_ROWS = 32, 512
 
 
 def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[tuple[int, int]]:

@@ -65,7 +65,7 @@ def _check_finite(g: Any, dtype: jnp.dtype) -> Any:
         finite = True
         for s in range(0, g.shape[0], ROW_CHUNK):
             finite = finite and bool(np.isfinite(g[s:s + ROW_CHUNK]).all())
-            release_pages(g)  # a memory map's pages read back go again
+            release_pages(g, s, s + ROW_CHUNK)  # a memory map's pages read back go again
     else:
         finite = bool(jnp.all(jnp.isfinite(g)))
     if not finite:
