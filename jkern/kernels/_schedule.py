@@ -245,14 +245,14 @@ def release_pages(result: np.ndarray, start: int | None = None, stop: int | None
 # column side's planning, bucket tails) are then spread over as many pairs in a cross block
 # as in a square one, whatever the number of columns.
 BLOCK_PAIRS = 1 << 19
-_MIN_ROWS, _MAX_ROWS = 32, 512
+_MIN_ROWS, _MAX_ROWS = 32, 256
 
 
 def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[tuple[int, int]]:
     """Row spans (s, e) of the blocks of an n x m Gram (symmetric: rows s:e against s:).
 
     `block_size` rows each when given; otherwise about `BLOCK_PAIRS` tree pairs each (so a
-    symmetric Gram's blocks grow as their column ranges shrink), between 32 and 2048 rows.
+    symmetric Gram's blocks grow as their column ranges shrink), between 32 and 256 rows.
     The spans depend only on the sizes, never on the thread count, so neither do the Delta
     counts.
     """

@@ -77,7 +77,7 @@ class AbstractTreeKernel(AbstractKernel):
     """A convolution tree kernel evaluated on the forest of its inputs.
 
     `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
-    per block; by default about 2^19 tree pairs per block, 32 to 2048 rows), `threads` (host
+    per block; by default about 2^19 tree pairs per block, 32 to 256 rows), `threads` (host
     threads computing blocks at once; under jit/grad/vmap the blocks run in the calling
     thread), `devices` (JAX devices to spread the row blocks over),
     `stats` (a dict that receives the work counters and `programs`, the XLA programs built
