@@ -252,7 +252,8 @@ def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[
     """Row spans (s, e) of the blocks of an n x m Gram (symmetric: rows s:e against s:).
 
     `block_size` rows each when given; otherwise about `BLOCK_PAIRS` tree pairs each (so a
-    symmetric Gram's blocks grow as their column ranges shrink), between 32 and 256 rows.
+    symmetric Gram's blocks grow as their column ranges shrink), between 32 and 256 rows,
+    and at least two blocks from 64 rows up.
     The spans depend only on the sizes, never on the thread count, so neither do the Delta
     counts.
     """
@@ -262,6 +263,8 @@ def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[
     while s < n:
         width = (n - s) if symmetric else m
         size = min(max(BLOCK_PAIRS // max(width, 1), _MIN_ROWS), _MAX_ROWS)
+        if s == 0 and n >= 2 * _MIN_ROWS:  # two blocks at least: work for a second thread
+            size = min(size, -(-n // 2))
         spans.append((s, min(s + size, n)))
         s += size
     return spans
