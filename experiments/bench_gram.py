@@ -380,8 +380,9 @@ def plot(rows: list[dict], path: Path) -> None:
     labels = [f"{r['workload']}\n{r['threads']}t {r['cache']}" for r in have]
     ax.bar(range(len(have)), [r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded")) for r in have])
     ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log")  # small jobs sit two decades above the large Grams
     ax.set_xticks(range(len(have)), labels, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("CPU seconds, jkern / SVM-Light-TK")
+    ax.set_ylabel("CPU seconds, jkern / SVM-Light-TK (log)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
