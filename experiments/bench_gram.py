@@ -201,10 +201,33 @@ def run_measured(cmd: list[str], env: dict, one_core: bool) -> tuple[dict, str]:
             "peak_rss_mb": usage.ru_maxrss / 1024}, text
 
 
+def tk_penn(tree) -> str:
+    """The tree in a bracketing SVM-Light-TK reads as the same tree. Its parser takes a bare
+    word as everything up to the next ")" (spaces included) and only as a node's last child,
+    so `(VB ask a)` would become one leaf "ask a" and `(BinOp (Name x) Add (Constant int))`
+    is rejected; a leaf that is not its parent's last child is written `(w)`, which both
+    tools read as a leaf."""
+    out: list[str] = []
+    stack = [(0, True)]
+    while stack:
+        node, last = stack.pop()
+        if node == -1:
+            out.append(")")
+            continue
+        kids = tree.children[node]
+        if not kids:
+            out.append(f" {tree.labels[node]}" if last and node != 0 else f"({tree.labels[node]})")
+            continue
+        out.append(f"({tree.labels[node]}")
+        stack.append((-1, True))
+        stack.extend((k, i == len(kids) - 1) for i, k in reversed(list(enumerate(kids))))
+    return "".join(out)
+
+
 def write_tk_file(trees, path: Path) -> None:
     with open(path, "w") as f:
         for t in trees:
-            f.write(f"1 |BT| {t.to_penn()} |ET|\n")
+            f.write(f"1 |BT| {tk_penn(t)} |ET|\n")
 
 
 def tk_command(tk_dir: Path, kernel: str, data: Path, n_rows: int, n: int) -> list[str]:
