@@ -215,10 +215,12 @@ def tk_penn(tree) -> str:
             out.append(")")
             continue
         kids = tree.children[node]
+        space = "" if node == 0 else " "
         if not kids:
-            out.append(f" {tree.labels[node]}" if last and node != 0 else f"({tree.labels[node]})")
+            out.append(f"{space}{tree.labels[node]}" if last and node != 0
+                       else f"{space}({tree.labels[node]})")
             continue
-        out.append(f"({tree.labels[node]}")
+        out.append(f"{space}({tree.labels[node]}")
         stack.append((-1, True))
         stack.extend((k, i == len(kids) - 1) for i, k in reversed(list(enumerate(kids))))
     return "".join(out)
