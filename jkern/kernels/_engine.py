@@ -28,13 +28,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validate import is_traced
-from ..trees._forest import Forest
+from ..trees._forest import Forest, concat_ranges
 from ._recurrences import (
     DeviceForest,
     Params,
     accumulate,
     fill_entries,
     new_buffer,
+    params_traced,
 )
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
@@ -48,8 +49,8 @@ _COARSE = np.array([0, 1, 3, 3, 5, 5, 7, 7, 9, 9], np.int32)  # class index -> c
 _PAIR_CLASS = np.array(
     [[a * len(_CLASSES) + b if max(a, b) <= 3 else _COARSE[a] * len(_CLASSES) + _COARSE[b]
       for b in range(len(_CLASSES))] for a in range(len(_CLASSES))], np.int32)
-# Entries per call of the recurrences: about this many child-pair cells ([E, A, B] working
-# set), at least _MIN_STEP entries. One length per arity-class pair: one program each.
+# Entries a recurrence call computes at once (its sub-chunk): about this many child-pair
+# cells ([E, A, B] working set), at least _MIN_STEP entries. One length per arity-class pair.
 _STEP_CELLS = 1 << 13
 _MIN_STEP = 64
 # Contraction items per scatter call.
@@ -81,16 +82,6 @@ def _arity_class(arity: np.ndarray) -> np.ndarray:
     if top > _CLASSES[-1]:
         raise ValueError(f"nodes with more than {_CLASSES[-1]} children are not supported yet")
     return np.searchsorted(_CLASSES, arity).astype(np.int64)
-
-
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, s + n) for every (s, n)."""
-    lens = lens.astype(np.int64)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    offsets = np.cumsum(lens) - lens
-    return np.repeat(starts.astype(np.int64) - offsets, lens) + np.arange(total, dtype=np.int64)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -263,7 +254,7 @@ class GramEngine:
     def _occurrences(self, trees: np.ndarray):
         f = self.forest
         starts, ends = f.tree_ptr[trees], f.tree_ptr[trees + 1]
-        idx = _ranges(starts, ends - starts)
+        idx = concat_ranges(starts, ends - starts)
         local = np.repeat(np.arange(len(trees)), ends - starts)
         node = f.count_node[idx]
         keep = self.plan.key[node] >= 0
@@ -425,7 +416,7 @@ class GramEngine:
         g_first = np.searchsorted(s_code, s_code)  # first occurrence of each one's group
         g_size = np.searchsorted(s_code, s_code, side="right") - g_first
         first = np.repeat(np.arange(len(s_node)), g_size)
-        second = _ranges(g_first, g_size)
+        second = concat_ranges(g_first, g_size)
         q, v = s_node[first], s_node[second]
         # The distinct (q, v) pairs, as (row index, member index).
         m_index = np.full(self._n_pad, -1, np.int64)
@@ -510,7 +501,8 @@ class GramEngine:
         """
         r_len = group_len[r_key]
         if not self.plan.residual:
-            return np.repeat(np.arange(len(rows)), r_len), _ranges(group_start[r_key], r_len)
+            return (np.repeat(np.arange(len(rows)), r_len),
+                    concat_ranges(group_start[r_key], r_len))
         mask_r, mask_m = self._mask[:, rows], self._mask[:, members]
         by_key = np.argsort(r_key, kind="stable")
         g_ids, g_first, g_rows = np.unique(r_key[by_key], return_index=True, return_counts=True)
@@ -534,7 +526,7 @@ class GramEngine:
         while s < len(small):  # the other groups: candidate lists, chunks of ~_PAIR_CHUNK
             e = max(s + 1, int(np.searchsorted(ends, ends[s] - sl[s] + _PAIR_CHUNK)))
             cand_r = np.repeat(small[s:e], sl[s:e])
-            cand_m = _ranges(group_start[r_key[small[s:e]]], sl[s:e])
+            cand_m = concat_ranges(group_start[r_key[small[s:e]]], sl[s:e])
             hit = self._share_child_key(rows[cand_r], members[cand_m])
             ris.append(cand_r[hit])
             ms.append(cand_m[hit])
@@ -599,7 +591,7 @@ class GramEngine:
         edges = np.unique(np.concatenate([[0], bounds, [len(ri)]]).astype(np.int64))
         for a, b in zip(edges[:-1], edges[1:]):
             lens = occ_len[a:b]
-            item = _ranges(occ_start[midx[a:b]], lens)
+            item = concat_ranges(occ_start[midx[a:b]], lens)
             gz = self._scatter(gz, buf, np.repeat(out[a:b], lens),
                                np.repeat(target[ri[a:b]] * n_cols, lens) + occ_tree[item],
                                np.repeat(weight[ri[a:b]], lens) * occ_count[item])
@@ -607,7 +599,7 @@ class GramEngine:
             # Items of the group rows: every column occurrence of the group, times buf[1].
             k_start = np.searchsorted(cols.key_sorted, groups)
             k_len = np.searchsorted(cols.key_sorted, groups, side="right") - k_start
-            kitem = cols.by_key[_ranges(k_start, k_len)]
+            kitem = cols.by_key[concat_ranges(k_start, k_len)]
             vr = len(rows) + np.repeat(np.arange(len(groups)), k_len)
             gz = self._scatter(gz, buf, np.ones(len(kitem), np.int64),
                                target[vr] * n_cols + c_tree[kitem],
@@ -643,7 +635,7 @@ class GramEngine:
         """
         n_cls = len(_CLASSES)
         piece, piece_start = None, 0
-        traced = any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
+        traced = params_traced(params)
         for s0, e0 in zip(cuts[:-1], cuts[1:]):
             ac, bc = divmod(int(code[s0]) % (n_cls * n_cls), n_cls)
             a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
@@ -688,7 +680,7 @@ def _spread(gz: jax.Array, spread: tuple[np.ndarray, np.ndarray, np.ndarray], n_
         return g + add
     flat = np.asarray(gz)
     g = flat[:size].reshape(n_rows, n_cols)
-    if n_shared == 0 or len(tree) == 0:
+    if n_shared == 0:
         return g
     g = g.copy()
     zrows = flat[size: size + n_shared * n_cols].reshape(n_shared, n_cols)

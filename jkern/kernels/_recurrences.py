@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .._validate import is_traced
+
 # Child-pair grids up to this many cells get the unrolled subsequence DP.
 _UNROLL = 64
 
@@ -24,6 +26,12 @@ class Params(NamedTuple):
     vectors: Any = None  # unit-norm word vectors [V, d] (SPTK)
     threshold: Any = None  # similarities below it count as 0 (SPTK)
     gamma: Any = None  # SPTK's Gaussian similarity exp(gamma (cos - 1)); None: thresholded cosine
+
+
+def params_traced(params: Params) -> bool:
+    """Whether the parameters are traced (grad, vmap, jit): blocks then run in the calling
+    thread, where the trace lives, and loops need static trip counts."""
+    return any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
 
 
 class DeviceForest(NamedTuple):

@@ -22,11 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import is_traced
 from ..errors import InputError
 from ._base import check_out
 from ._engine import MAX_BUFFER, GramEngine
-from ._recurrences import Params
+from ._recurrences import Params, params_traced
 
 
 def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -91,12 +90,6 @@ def _run_blocks(jobs: list[Callable[[], None]], threads: int, progress: bool) ->
                 _progress(done + 1, len(jobs), time.perf_counter() - t0)
 
 
-def _traced(params: Params) -> bool:
-    """Whether the parameters are traced (grad, vmap, jit): blocks then run in the calling
-    thread, where the trace lives, and are assembled with JAX operations."""
-    return any(is_traced(x) for x in jax.tree_util.tree_leaves(params))
-
-
 def _devices(devices: Sequence[Any] | None, traced: bool) -> list[Any] | None:
     if devices is None:
         return None
@@ -134,7 +127,7 @@ def compute_gram(
     symmetric = cols is None
     m = n if symmetric else len(cols)
     spans = row_blocks(n, m, symmetric, block_size)
-    traced = _traced(params)
+    traced = params_traced(params)
     devices = _devices(devices, traced)
     params_on: dict[Any, Params] = {None: params}
     if devices is not None:
@@ -285,7 +278,7 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
         return fit(part[:half]) + fit(part[half:])
 
     parts = [p for s in range(0, len(idx), block_size) for p in fit(idx[s:s + block_size])]
-    if _traced(params):
+    if params_traced(params):
         values = [engine.diag_block(p, params)[: len(p)] for p in parts]
         return jnp.concatenate(values) if values else jnp.zeros(0, engine.dtype)
     result = _aligned_empty((len(idx),), engine.dtype)

@@ -147,7 +147,7 @@ class Forest:
         height = np.zeros(n, np.int64)
         for h, level in enumerate(levels):
             height[level] = h
-        child_flat = node_of[kids[_ranges(start[reps], arity_f)]]
+        child_flat = node_of[kids[concat_ranges(start[reps], arity_f)]]
         # The count matrix A, sorted by tree then forest node.
         code, count = np.unique(tree_of * max(n_sub, 1) + node_of, return_counts=True)
         count_tree = code // max(n_sub, 1)
@@ -173,13 +173,14 @@ class Forest:
         )
 
 
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(s, s + n) for every (s, n)."""
+def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + n) for every (s, n) (int64)."""
+    lens = lens.astype(np.int64)
     total = int(lens.sum())
     if total == 0:
         return np.zeros(0, np.int64)
     offsets = np.cumsum(lens) - lens
-    return np.repeat(starts - offsets, lens) + np.arange(total, dtype=np.int64)
+    return np.repeat(starts.astype(np.int64) - offsets, lens) + np.arange(total, dtype=np.int64)
 
 
 # Row groups smaller than this are made distinct with a dict rather than sorts.
