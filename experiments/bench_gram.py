@@ -1,8 +1,9 @@
 """Benchmark suite: tree-kernel Gram matrices, jkern beside SVM-Light-TK, whole processes.
 
 Every run is a fresh process (this script with `--worker`), measured from outside: wall
-seconds, CPU seconds (user + sys) and peak RSS of the whole process (Python, JAX and the data
-loading included, as a user meets them), plus what the worker reports: the seconds of the
+seconds, CPU seconds (user + sys) and peak RSS of the whole process (Python, JAX and reading
+the trees included, as a user meets them; jkern and SVM-Light-TK read the same file of the
+workload's trees, written once by the parent), plus what the worker reports: the seconds of the
 Gram computation itself, the XLA programs it built (compiled, or loaded from the persistent
 cache), the Delta entries computed and the Gram sum. Warm runs share a compilation cache
 filled by one unmeasured run first; cold runs each start from an empty one.
@@ -136,7 +137,10 @@ def make_kernel(name: str, trees):
     raise ValueError(name)
 
 
-def worker(name: str, data_dir: str, threads: int, again: bool = True) -> None:
+def worker(name: str, trees_file: str, n_rows: int, threads: int, again: bool = True) -> None:
+    """One measured process: reads the workload's trees from `trees_file` (the file
+    SVM-Light-TK reads, so both tools start from the same text), computes the Gram block,
+    prints its figures as one RESULT line."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -144,8 +148,8 @@ def worker(name: str, data_dir: str, threads: int, again: bool = True) -> None:
 
     import jkern
 
-    source, kernel_name, block = WORKLOADS[name]
-    trees, n_rows = load_trees(source, data_dir)
+    _, kernel_name, block = WORKLOADS[name]
+    trees = jkern.read_trees(trees_file)
     kernel = make_kernel(kernel_name, trees)
     stats: dict = {}
     t0 = time.perf_counter()
@@ -257,9 +261,12 @@ def main(argv=None) -> int:
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-threads", type=int, default=2, help=argparse.SUPPRESS)
     ap.add_argument("--worker-once", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--worker-trees", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-rows", type=int, default=0, help=argparse.SUPPRESS)
     args = parse_args(ap, argv, "bench_gram", SMOKE)
     if args.worker:
-        worker(args.worker, args.data_dir, args.worker_threads, again=not args.worker_once)
+        worker(args.worker, args.worker_trees, args.worker_rows, args.worker_threads,
+               again=not args.worker_once)
         return 0
 
     names = [w for w in args.workloads.split(",") if w]
@@ -268,6 +275,8 @@ def main(argv=None) -> int:
         ap.error(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
     threads = [int(t) for t in args.threads.split(",")]
     tk_dir = Path(args.svmlight_tk) if args.svmlight_tk else None
+    import jkern
+
     scratch = Path(tempfile.mkdtemp(prefix="jkern-bench-"))
     warm_cache = scratch / "xla-warm"
     rows = []
@@ -275,16 +284,19 @@ def main(argv=None) -> int:
         for name in names:
             source, kernel, _ = WORKLOADS[name]
             variants = ["warm", "cold"] if name.startswith("small-") else ["warm"]
-            tk_data = None
-            if tk_dir is not None:
-                trees, n_rows = load_trees(source, args.data_dir)
-                tk_data = scratch / f"{name}.dat"
-                write_tk_file(trees, tk_data)
-                tk_cmd = tk_command(tk_dir, kernel, tk_data, n_rows, len(trees))
+            # one file of the trees that both tools read (checked to read back as the same
+            # trees): the measured processes do the same input work
+            trees, n_rows = load_trees(source, args.data_dir)
+            data = scratch / f"{name}.dat"
+            write_tk_file(trees, data)
+            if jkern.read_trees(data) != list(trees):
+                raise RuntimeError(f"{name}: the trees file does not read back as its trees")
+            tk_cmd = (None if tk_dir is None
+                      else tk_command(tk_dir, kernel, data, n_rows, len(trees)))
             for t in threads:
                 for variant in variants:
                     rows.append(measure(name, t, variant, args, warm_cache, scratch,
-                                        tk_cmd if tk_data is not None else None))
+                                        data, n_rows, tk_cmd))
                     print_row(rows[-1])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -294,9 +306,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
+def measure(name, threads, variant, args, warm_cache, scratch, data, n_rows, tk_cmd) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name,
-           "--worker-threads", str(threads), "--data-dir", args.data_dir,
+           "--worker-threads", str(threads), "--worker-trees", str(data),
+           "--worker-rows", str(n_rows), "--data-dir", args.data_dir,
            "--out-dir", str(scratch)]
     env = dict(os.environ)
     env.pop("JKERN_NO_CACHE", None)
@@ -316,7 +329,7 @@ def measure(name, threads, variant, args, warm_cache, scratch, tk_cmd) -> dict:
                      "gram_again_s": result["gram_seconds_again"],
                      # building the programs: tracing, lowering, compiling or loading them
                      "programs_s": result["trace_seconds"] + result["lower_seconds"]
-                     + result["compile_seconds"]})
+                     + result["compile_seconds"] + result["load_seconds"]})
         if tk_cmd is not None and threads == 1 and variant == "warm" and not tk_error:
             try:
                 usage, text = run_measured(tk_cmd, dict(os.environ), True)

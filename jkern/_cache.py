@@ -4,7 +4,9 @@ A tree-kernel Gram compiles a small set of fixed-shape programs per kernel setti
 them dominates short runs. With compiled programs cached on disk, every later process starts
 warm. `import jkern` turns the cache on at `$JKERN_CACHE_DIR` (default `~/.cache/jkern/xla`)
 unless `JKERN_NO_CACHE=1` is set or the program has already chosen its own JAX cache
-directory (`jax_compilation_cache_dir`), which is then left alone.
+directory (`jax_compilation_cache_dir`), which is then left alone. The tree-kernel
+recurrences also keep their executables in its `jkern-executables` subfolder, so a later
+process skips tracing and lowering them too (`jkern._executables`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ _TRACE = "/jax/core/compile/jaxpr_trace_duration"
 _LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 
 _lock = threading.Lock()
-_totals = {"programs": 0, "compile_seconds": 0.0, "trace_seconds": 0.0, "lower_seconds": 0.0}
+_totals = {"programs": 0, "compile_seconds": 0.0, "trace_seconds": 0.0, "lower_seconds": 0.0,
+           "loaded": 0, "load_seconds": 0.0}
 _installed = False
 
 
@@ -34,6 +35,15 @@ def _listener(event: str, duration_secs: float, **_: Any) -> None:
             _totals["lower_seconds"] += duration_secs
 
 
+def count_loaded(seconds: float) -> None:
+    """One program loaded from jkern's executable store (`_executables`): built, without
+    tracing, lowering or compiling."""
+    with _lock:
+        _totals["programs"] += 1
+        _totals["loaded"] += 1
+        _totals["load_seconds"] += seconds
+
+
 def install() -> None:
     """Starts counting (idempotent)."""
     global _installed
@@ -45,12 +55,14 @@ def install() -> None:
 
 
 def program_stats() -> dict[str, float]:
-    """Programs built so far in this process, and seconds spent tracing, lowering and
-    compiling (or loading) them.
+    """Programs built so far in this process (`programs`: compiled, loaded from JAX's
+    persistent cache, or loaded as executables from jkern's store, `loaded` of them), and
+    seconds spent tracing, lowering and compiling (or loading from JAX's cache) them, and
+    loading executables.
 
     >>> import jkern
     >>> sorted(jkern.program_stats())
-    ['compile_seconds', 'lower_seconds', 'programs', 'trace_seconds']
+    ['compile_seconds', 'load_seconds', 'loaded', 'lower_seconds', 'programs', 'trace_seconds']
     """
     install()
     with _lock:

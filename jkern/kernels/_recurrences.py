@@ -8,12 +8,12 @@ contraction) and reuses them for every block and every call.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from .._executables import stored_program
 from .._validate import is_traced
 
 # Child-pair grids up to this many cells get the unrolled subsequence DP.
@@ -155,10 +155,8 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
     return mu * sigma * (lam**2 + _subseq_sum(s, lam, max_subseq))
 
 
-@functools.partial(
-    jax.jit, static_argnames=("plan_static", "a_pad", "b_pad", "sub", "trips"),
-    donate_argnums=(0,)
-)
+@stored_program(static_argnames=("plan_static", "a_pad", "b_pad", "sub", "trips"),
+                donate_argnums=(0,))
 def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_static, a_pad,
                  b_pad, sub, trips=None):
     """Delta entries piece[:, start:start+count] (rows q, columns v, buf slots) into buf.
@@ -187,7 +185,7 @@ def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_st
     return jax.lax.fori_loop(0, (count + sub - 1) // sub, chunk, buf)
 
 
-@functools.partial(jax.jit, static_argnames=("size", "dtype", "residual"))
+@stored_program(static_argnames=("size", "dtype", "residual"))
 def new_buffer(params, *, size, dtype, residual):
     """A zeroed Delta buffer of `size` slots (residual mode: slot 1 holds mu lam^2)."""
     buf = jnp.zeros(size, dtype)
@@ -196,7 +194,7 @@ def new_buffer(params, *, size, dtype, residual):
     return buf
 
 
-@functools.partial(jax.jit, donate_argnums=(0,))
+@stored_program(donate_argnums=(0,))
 def accumulate(out, buf, idx, seg, weight):
     """out[seg[k]] += buf[idx[k]] * weight[k] (a chunk of the contraction's items)."""
     return out.at[seg].add(buf[idx] * weight)

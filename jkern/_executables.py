@@ -1,0 +1,160 @@
+"""Compiled programs kept on disk as executables, so a new process skips tracing and lowering.
+
+JAX's persistent compilation cache saves XLA's compile step, but its key is the lowered
+program: every new process still traces and lowers each program to find it, and for the
+tree-kernel recurrences that is most of a warm run (issue 19: ~85% of a small job). A
+`StoredProgram` is `jax.jit(fn)` whose compiled executables are also written, serialized,
+next to that cache (`<jax_compilation_cache_dir>/jkern-executables`), under a key made of
+what fixes the program without tracing it: the function, its static arguments, the
+structure, shapes, dtypes and placement of its array arguments, the JAX/jaxlib versions, the
+backend, the x64 flag, and a digest of jkern's own source (any edit to jkern invalidates every
+entry). A later process with the same key loads the executable and calls it directly.
+
+Nothing changes where the cache is off (`JKERN_NO_CACHE=1`, `jkern.disable_compilation_cache()`)
+or the arguments are traced (jit/grad/vmap of a kernel): the call is the plain `jax.jit` one.
+A file that fails to load (truncated, another build) is recompiled and replaced. The files are
+pickles of executables: like JAX's own cache, the directory must be writable only by you.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jaxlib
+import numpy as np
+
+from . import _programs
+from ._validate import is_traced
+
+_SUBDIR = "jkern-executables"
+_source_digest: str | None = None
+_digest_lock = threading.Lock()
+
+
+def _jkern_source_digest() -> str:
+    """SHA-256 over jkern's Python sources (path and bytes), computed once per process."""
+    global _source_digest
+    with _digest_lock:
+        if _source_digest is None:
+            root = Path(__file__).resolve().parent
+            h = hashlib.sha256()
+            for path in sorted(root.rglob("*.py")):
+                h.update(str(path.relative_to(root)).encode())
+                h.update(path.read_bytes())
+            _source_digest = h.hexdigest()
+        return _source_digest
+
+
+def executables_dir() -> Path | None:
+    """Where executables are kept: beside JAX's persistent compilation cache, or None when
+    that cache is off."""
+    chosen = getattr(jax.config, "jax_compilation_cache_dir", None)
+    return Path(chosen) / _SUBDIR if chosen else None
+
+
+def _leaf_signature(leaf: Any) -> tuple:
+    """What of an argument leaf the compiled program depends on."""
+    if isinstance(leaf, jax.Array):
+        return ("array", leaf.shape, str(leaf.dtype), leaf.weak_type, leaf.committed,
+                str(leaf.sharding) if leaf.committed else None)
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return ("numpy", leaf.shape, str(leaf.dtype))
+    if isinstance(leaf, (bool, int, float, complex)):  # weakly typed scalars
+        return ("python", type(leaf).__name__)
+    raise TypeError(f"no signature for an argument of type {type(leaf).__name__}")
+
+
+class StoredProgram:
+    """`jax.jit(fn, static_argnames=..., donate_argnums=...)`, with its executables kept on
+    disk (see the module docstring). Call it as the jitted function; static arguments are
+    passed by keyword."""
+
+    def __init__(self, fn: Callable[..., Any], *, static_argnames: Sequence[str] = (),
+                 donate_argnums: Sequence[int] = ()) -> None:
+        self._fn = fn
+        self._static = tuple(static_argnames)
+        self._jit = jax.jit(fn, static_argnames=self._static, donate_argnums=tuple(donate_argnums))
+        self._loaded: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        where = executables_dir()
+        statics = {k: kwargs.pop(k) for k in self._static if k in kwargs}
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        if where is None or any(is_traced(x) for x in leaves):
+            return self._jit(*args, **kwargs, **statics)
+        key = (tree, tuple(_leaf_signature(x) for x in leaves), tuple(sorted(statics.items())),
+               str(jax.config.jax_default_device), jax.config.jax_enable_x64)
+        compiled = self._loaded.get(key)
+        if compiled is None:
+            with self._lock:  # one thread builds a program; the others wait for it
+                compiled = self._loaded.get(key)
+                if compiled is None:
+                    compiled = self._load_or_compile(where, key, args, kwargs, statics)
+                    self._loaded[key] = compiled
+        return compiled(*args, **kwargs)
+
+    def _load_or_compile(self, where: Path, key: tuple, args, kwargs, statics) -> Any:
+        from jax.experimental import serialize_executable
+
+        backend = jax.devices()[0]
+        name = hashlib.sha256(repr((
+            self._fn.__module__, self._fn.__qualname__, key, jax.__version__,
+            jaxlib.__version__, backend.platform, backend.device_kind,
+            os.environ.get("XLA_FLAGS", ""), _jkern_source_digest(),
+        )).encode()).hexdigest()
+        path = where / f"{self._fn.__name__}-{name[:40]}.bin"
+        if path.exists():
+            start = time.perf_counter()
+            try:
+                with open(path, "rb") as f:
+                    blob, in_tree, out_tree = pickle.load(f)
+                compiled = serialize_executable.deserialize_and_load(blob, in_tree, out_tree)
+            except Exception:  # unreadable, or from another build: compiled again below
+                pass
+            else:
+                _programs.count_loaded(time.perf_counter() - start)
+                return compiled
+        compiled = self._jit.lower(*args, **kwargs, **statics).compile()
+        _store(compiled, where, path)
+        return compiled
+
+
+def _store(compiled: Any, where: Path, path: Path) -> None:
+    """Writes `compiled` to `path` whole, then renames it into place (a reader never sees
+    half a file); on a read-only or full disk the program just stays uncached."""
+    from jax.experimental import serialize_executable
+
+    tmp = None
+    try:
+        blob, in_tree, out_tree = serialize_executable.serialize(compiled)
+        where.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump((blob, in_tree, out_tree), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        tmp = None
+    except Exception:
+        pass
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def stored_program(*, static_argnames: Sequence[str] = (), donate_argnums: Sequence[int] = ()
+                   ) -> Callable[[Callable[..., Any]], StoredProgram]:
+    """Decorator form of `StoredProgram`."""
+    return lambda fn: StoredProgram(fn, static_argnames=static_argnames,
+                                    donate_argnums=donate_argnums)

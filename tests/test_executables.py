@@ -1,0 +1,110 @@
+"""Compiled programs kept on disk as executables (`jkern._executables`): a later process (here:
+a fresh `StoredProgram`, or a fresh interpreter) loads them instead of tracing, lowering and
+compiling; a damaged file is compiled again; traced calls and an opted-out cache take the
+plain `jax.jit` path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jkern
+from jkern._executables import StoredProgram, executables_dir
+
+
+def _scaled_sum(buf, x, scale, *, times):
+    for _ in range(times):
+        buf = buf + scale * x
+    return buf
+
+
+@pytest.fixture
+def cache_at(tmp_path):
+    """JAX's compilation cache (and so jkern's executables) moved to a fresh folder."""
+    before = jax.config.jax_compilation_cache_dir
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "xla"))
+    yield tmp_path / "xla"
+    jax.config.update("jax_compilation_cache_dir", before)
+
+
+def _args():
+    return jnp.zeros(4), jnp.arange(4.0), 0.5
+
+
+def test_a_fresh_program_loads_the_stored_executable(cache_at):
+    first = StoredProgram(_scaled_sum, static_argnames=("times",), donate_argnums=(0,))
+    want = np.asarray(first(*_args(), times=3))
+    files = sorted(executables_dir().glob("_scaled_sum-*.bin"))
+    assert len(files) == 1
+    loaded_before = jkern.program_stats()["loaded"]
+    again = StoredProgram(_scaled_sum, static_argnames=("times",), donate_argnums=(0,))
+    got = np.asarray(again(*_args(), times=3))
+    assert jkern.program_stats()["loaded"] == loaded_before + 1
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(want, 1.5 * np.arange(4.0))
+    # another static argument or shape is another program, not the stored one
+    np.testing.assert_array_equal(np.asarray(again(*_args(), times=2)), np.arange(4.0))
+    np.testing.assert_array_equal(np.asarray(again(jnp.zeros(3), jnp.ones(3), 2.0, times=1)),
+                                  np.full(3, 2.0))
+    assert len(list(executables_dir().glob("_scaled_sum-*.bin"))) == 3
+
+
+def test_a_damaged_file_is_compiled_again_and_replaced(cache_at):
+    StoredProgram(_scaled_sum, static_argnames=("times",))(*_args(), times=3)
+    (path,) = executables_dir().glob("_scaled_sum-*.bin")
+    path.write_bytes(b"not an executable")
+    loaded_before = jkern.program_stats()["loaded"]
+    got = StoredProgram(_scaled_sum, static_argnames=("times",))(*_args(), times=3)
+    np.testing.assert_array_equal(np.asarray(got), 1.5 * np.arange(4.0))
+    assert jkern.program_stats()["loaded"] == loaded_before
+    assert path.read_bytes() != b"not an executable"
+
+
+def test_traced_calls_and_an_opted_out_cache_store_nothing(cache_at):
+    program = StoredProgram(_scaled_sum, static_argnames=("times",))
+    traced = jax.jit(lambda s: program(jnp.zeros(4), jnp.arange(4.0), s, times=2).sum())
+    assert float(traced(1.0)) == 12.0
+    assert float(jax.grad(lambda s: program(jnp.zeros(4), jnp.arange(4.0), s,
+                                            times=2).sum())(1.0)) == 12.0
+    assert not executables_dir().exists()
+    jax.config.update("jax_compilation_cache_dir", None)
+    assert executables_dir() is None
+    np.testing.assert_array_equal(np.asarray(program(*_args(), times=1)), 0.5 * np.arange(4.0))
+
+
+_GRAM_RUN = """
+import json, jax
+jax.config.update("jax_enable_x64", True)
+import numpy as np, jkern
+trees = jkern.read_trees({path!r})
+g = np.asarray(jkern.gram(jkern.PTK(0.4, 0.4, max_subseq=5), trees, dtype="float64", threads=1))
+print(json.dumps({{"gram": g.tolist(), **jkern.program_stats()}}))
+"""
+
+
+def test_a_second_process_loads_every_recurrence_and_gets_the_same_gram(tmp_path):
+    path = tmp_path / "trees.txt"
+    path.write_text("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))\n"
+                    "(S (NP (DT a) (NN cat)) (VP (VBZ sleeps) (ADVP (RB here))))\n"
+                    "(NP (DT the) (NN cat))\n")
+    env = {**os.environ, "JKERN_CACHE_DIR": str(tmp_path / "xla")}
+    env.pop("JKERN_NO_CACHE", None)
+
+    def run() -> dict:
+        out = subprocess.run([sys.executable, "-c", _GRAM_RUN.format(path=str(path))], env=env,
+                             capture_output=True, text=True, timeout=300, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    assert first["loaded"] == 0 and first["programs"] > 0
+    stored = list(Path(tmp_path / "xla" / "jkern-executables").glob("*.bin"))
+    assert second["loaded"] == len(stored) > 0
+    assert np.array_equal(np.asarray(second["gram"]), np.asarray(first["gram"]))
