@@ -12,8 +12,10 @@ entry). A later process with the same key loads the executable and calls it dire
 
 Nothing changes where the cache is off (`JKERN_NO_CACHE=1`, `jkern.disable_compilation_cache()`)
 or the arguments are traced (jit/grad/vmap of a kernel): the call is the plain `jax.jit` one.
-A file that fails to load (truncated, another build) is recompiled and replaced. The files are
-pickles of executables: like JAX's own cache, the directory must be writable only by you.
+A file that fails to load (truncated, another build) is dropped and the program compiled
+again. Only fresh compiles are stored (see `_load_or_compile`). The files are pickles of
+executables: like JAX's own cache, the directory must be writable only by you; delete it to
+reclaim the space of old jkern builds' entries.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pickle
 import tempfile
 import threading
 import time
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,13 +67,44 @@ def executables_dir() -> Path | None:
 def _leaf_signature(leaf: Any) -> tuple:
     """What of an argument leaf the compiled program depends on."""
     if isinstance(leaf, jax.Array):
-        return ("array", leaf.shape, str(leaf.dtype), leaf.weak_type, leaf.committed,
-                str(leaf.sharding) if leaf.committed else None)
+        return (leaf.shape, leaf.dtype, leaf.weak_type,
+                leaf.sharding if leaf.committed else None)
     if isinstance(leaf, (np.ndarray, np.generic)):
-        return ("numpy", leaf.shape, str(leaf.dtype))
+        return (leaf.shape, leaf.dtype)
     if isinstance(leaf, (bool, int, float, complex)):  # weakly typed scalars
-        return ("python", type(leaf).__name__)
+        return (type(leaf),)
     raise TypeError(f"no signature for an argument of type {type(leaf).__name__}")
+
+
+_HITS = "/jax/compilation_cache/cache_hits"
+_thread = threading.local()
+_listening = False
+
+
+def _on_event(event: str, **_: Any) -> None:
+    if event == _HITS:
+        _thread.cache_hits = getattr(_thread, "cache_hits", 0) + 1
+
+
+def _cache_hits() -> int:
+    """JAX persistent-cache hits so far in this thread (JAX records them in the compiling
+    thread)."""
+    global _listening
+    with _digest_lock:
+        if not _listening:
+            jax.monitoring.register_event_listener(_on_event)
+            _listening = True
+    return getattr(_thread, "cache_hits", 0)
+
+
+def _renamed(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A copy of `fn` under another name (same code, signature and closure)."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__,
+                              fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__ = name
+    copy.__module__ = fn.__module__
+    return copy
 
 
 class StoredProgram:
@@ -82,7 +116,8 @@ class StoredProgram:
                  donate_argnums: Sequence[int] = ()) -> None:
         self._fn = fn
         self._static = tuple(static_argnames)
-        self._jit = jax.jit(fn, static_argnames=self._static, donate_argnums=tuple(donate_argnums))
+        self._donate = tuple(donate_argnums)
+        self._jit = jax.jit(fn, static_argnames=self._static, donate_argnums=self._donate)
         self._loaded: dict[Any, Any] = {}
         self._lock = threading.Lock()
         self.__doc__ = fn.__doc__
@@ -123,12 +158,29 @@ class StoredProgram:
                     blob, in_tree, out_tree = pickle.load(f)
                 compiled = serialize_executable.deserialize_and_load(blob, in_tree, out_tree)
             except Exception:  # unreadable, or from another build: compiled again below
-                pass
+                path.unlink(missing_ok=True)
             else:
                 _programs.count_loaded(time.perf_counter() - start)
                 return compiled
-        compiled = self._jit.lower(*args, **kwargs, **statics).compile()
-        _store(compiled, where, path)
+        # An executable JAX loaded from its own persistent cache does not survive a second
+        # serialization (it fails when run: "Function ... not found"): only a fresh compile
+        # is stored. The program is compiled under a name carrying jkern's source digest, so
+        # JAX's cache keys it apart from the plain jit's and other jkern builds'; should JAX
+        # still find it (our file was deleted), its entries of that name are dropped and it
+        # is compiled afresh, and if JAX finds it all the same, it is used but not stored.
+        # (A new jit object for the second try: JAX also memoizes compiles in memory.)
+        name = f"{self._fn.__name__}_{_jkern_source_digest()[:16]}"
+        for attempt in range(2):
+            program = jax.jit(_renamed(self._fn, name), static_argnames=self._static,
+                              donate_argnums=self._donate)
+            hits = _cache_hits()
+            compiled = program.lower(*args, **kwargs, **statics).compile()
+            if _cache_hits() == hits:
+                _store(compiled, where, path)
+                break
+            if attempt == 0:
+                for entry in where.parent.glob(f"jit_{name}-*"):
+                    entry.unlink(missing_ok=True)
         return compiled
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -65,7 +65,8 @@ def test_a_damaged_file_is_compiled_again_and_replaced(cache_at):
     got = StoredProgram(_scaled_sum, static_argnames=("times",))(*_args(), times=3)
     np.testing.assert_array_equal(np.asarray(got), 1.5 * np.arange(4.0))
     assert jkern.program_stats()["loaded"] == loaded_before
-    assert path.read_bytes() != b"not an executable"
+    # dropped, and stored again unless JAX served the program from its own cache
+    assert not path.exists() or path.read_bytes() != b"not an executable"
 
 
 def test_traced_calls_and_an_opted_out_cache_store_nothing(cache_at):
@@ -105,6 +106,16 @@ def test_a_second_process_loads_every_recurrence_and_gets_the_same_gram(tmp_path
 
     first, second = run(), run()
     assert first["loaded"] == 0 and first["programs"] > 0
-    stored = list(Path(tmp_path / "xla" / "jkern-executables").glob("*.bin"))
+    store = tmp_path / "xla" / "jkern-executables"
+    stored = sorted(p.name for p in store.glob("*.bin"))
     assert second["loaded"] == len(stored) > 0
     assert np.array_equal(np.asarray(second["gram"]), np.asarray(first["gram"]))
+    # With the store gone but JAX's own cache full, the programs are compiled afresh and
+    # stored again (an executable JAX loaded from its cache fails to run once re-serialized),
+    # and the next process loads and runs them.
+    shutil.rmtree(store)
+    third, fourth = run(), run()
+    assert sorted(p.name for p in store.glob("*.bin")) == stored
+    assert third["loaded"] == 0 and fourth["loaded"] == len(stored)
+    for later in (third, fourth):
+        assert np.array_equal(np.asarray(later["gram"]), np.asarray(first["gram"]))
