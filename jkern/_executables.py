@@ -120,6 +120,7 @@ class StoredProgram:
         self._jit = jax.jit(fn, static_argnames=self._static, donate_argnums=self._donate)
         self._loaded: dict[Any, Any] = {}
         self._lock = threading.Lock()
+        self._building: dict[Any, threading.Lock] = {}
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__wrapped__ = fn
@@ -134,7 +135,9 @@ class StoredProgram:
                str(jax.config.jax_default_device), jax.config.jax_enable_x64)
         compiled = self._loaded.get(key)
         if compiled is None:
-            with self._lock:  # one thread builds a program; the others wait for it
+            with self._lock:
+                building = self._building.setdefault(key, threading.Lock())
+            with building:  # one thread builds a program; others needing it wait for it
                 compiled = self._loaded.get(key)
                 if compiled is None:
                     compiled = self._load_or_compile(where, key, args, kwargs, statics)
