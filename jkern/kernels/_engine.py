@@ -583,7 +583,7 @@ class GramEngine:
         # Items of the stored rows: each computed pair (q, v) times v's column occurrences.
         occ_tree, occ_count, occ_start = cols.occ_tree, cols.occ_count, cols.occ_start
         occ_len = np.diff(occ_start)[midx]
-        gz = jnp.zeros(_ladder(cells + 1, 1 << 18, 4), self.dtype)
+        gz = jnp.zeros(_ladder(cells + 1, 1 << 18, 2), self.dtype)
         # In chunks of about _SCATTER_CHUNK items (a bounded working set), in item order.
         ends = np.cumsum(occ_len)
         total = int(ends[-1]) if len(ends) else 0
@@ -661,6 +661,11 @@ class GramEngine:
         return buf
 
 
+# `_spread` multiplies by a dense spreading matrix when at least 1 in this many of its
+# entries is nonzero (the corpora here: 2-10%), else gathers Z's rows pair by pair.
+_DENSE_SPREAD = 256
+
+
 def _spread(gz: jax.Array, spread: tuple[np.ndarray, np.ndarray, np.ndarray], n_rows: int,
             n_shared: int, n_cols: int) -> Any:
     """The block `G [n_rows, n_cols]` out of the flat scatter target `gz` (G's rows, then
@@ -682,8 +687,15 @@ def _spread(gz: jax.Array, spread: tuple[np.ndarray, np.ndarray, np.ndarray], n_
     g = flat[:size].reshape(n_rows, n_cols)
     if n_shared == 0:
         return g
-    g = g.copy()
     zrows = flat[size: size + n_shared * n_cols].reshape(n_shared, n_cols)
+    if len(tree) * _DENSE_SPREAD >= n_rows * n_shared:
+        # G += S Z with S[t, z] = w: a dense product, although S is only a few percent full,
+        # because a BLAS product is a hundred times faster per term than gathering and
+        # summing Z's rows one pair at a time (boundary-unlex SST: 0.1 s against 0.5 s)
+        spread_matrix = np.zeros((n_rows, n_shared), g.dtype)
+        np.add.at(spread_matrix, (tree, z), w.astype(g.dtype))
+        return g + spread_matrix @ zrows
+    g = g.copy()
     order = np.argsort(tree, kind="stable")
     tree, z, w = tree[order], z[order], w[order].astype(g.dtype)
     step = max(1, (1 << 20) // max(n_cols, 1))  # a bounded temporary
