@@ -40,15 +40,10 @@ from ._recurrences import (
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
 _CLASSES = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256], np.int64)
-# Child-subsequence kernels compile one program per pair of arity classes (q's, v's). Pairs
-# of classes up to 4 (most entries) stay as they are; a pair with a wider side has both sides
-# rounded up to 1, 4, 16, 64 or 256 children: about half the programs on real corpora (each
-# costs ~60-90 ms to build even from the compilation cache) for a little padding on rare
-# wide nodes. `_PAIR_CLASS[a, b]` is the pair's code a' * n + b'.
-_COARSE = np.array([0, 1, 3, 3, 5, 5, 7, 7, 9, 9], np.int32)  # class index -> coarse index
-_PAIR_CLASS = np.array(
-    [[a * len(_CLASSES) + b if max(a, b) <= 3 else _COARSE[a] * len(_CLASSES) + _COARSE[b]
-      for b in range(len(_CLASSES))] for a in range(len(_CLASSES))], np.int32)
+# The recurrences compile one program per pair of arity classes (q's, v's). Coarser pairs
+# (both sides rounded up to 1, 4, 16, 64 or 256 children past 4) halved the programs when each
+# cost 60-90 ms to build; with executables loaded from disk (~10 ms each) the padding cost
+# more than they saved (UD GRCT PTK: 13.5 CPU-s coarse, 8.5 fine).
 # Entries a recurrence call computes at once (its sub-chunk): about this many child-pair
 # cells ([E, A, B] working set), at least _MIN_STEP entries. One length per arity-class pair.
 _STEP_CELLS = 1 << 13
@@ -356,16 +351,11 @@ class GramEngine:
         # One buffer size for the whole run where possible: fewer shapes, fewer compilations.
         size = self._grow("_buf_size", self._buffer_size(_FIRST_SLOT + 1 + n_slots))
         buf = new_buffer(params, size=size, dtype=self.dtype, residual=self.plan.residual)
-        # Children first: entries ordered by the row's height, then by arity classes.
+        # Children first: entries ordered by the row's height, then by arity-class pair.
         r_height = f.height[rows]
         levels = np.unique(r_height)
-        if self.plan.family == "aligned":  # one class per entry (q's = v's)
-            r_code = (np.searchsorted(levels, r_height) * n_cls + self._aclass[rows]) * n_cls
-            code = r_code.astype(np.int32)[ri] + self._aclass[members].astype(np.int32)[midx]
-        else:  # the class pair, coarsened where a side is wider than 4 (`_PAIR_CLASS`)
-            pair = _PAIR_CLASS[self._aclass[rows][ri], self._aclass[members][midx]]
-            code = (np.searchsorted(levels, r_height).astype(np.int32)[ri] * (n_cls * n_cls)
-                    + pair)
+        r_code = (np.searchsorted(levels, r_height) * n_cls + self._aclass[rows]) * n_cls
+        code = r_code.astype(np.int32)[ri] + self._aclass[members].astype(np.int32)[midx]
         order = np.argsort(code.astype(np.uint16) if code.max(initial=0) < 1 << 16 else code,
                            kind="stable")  # 16-bit keys: numpy's radix sort
         code = code[order]
