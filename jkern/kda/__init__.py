@@ -1,13 +1,37 @@
-"""The kernel-based deep architecture: a Nyström layer and an MLP (Croce et al., ACL 2017)."""
+"""The kernel-based deep architecture: a Nyström layer and an MLP (Croce et al., ACL 2017).
+
+The training side (`fit`, `adam`, ...) imports optax; it loads on first use, so importing
+jkern (or a KDA model) does not pay for optax in processes that never train one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._model import KDA as KDA
-from ._train import adam as adam
-from ._train import default_data_key as default_data_key
-from ._train import epoch_batches as epoch_batches
-from ._train import fit as fit
-from ._train import fit_grid as fit_grid
-from ._train import grid_member as grid_member
-from ._train import init_grid as init_grid
-from ._train import init_opt_state as init_opt_state
-from ._train import loss_fn as loss_fn
-from ._train import train_step as train_step
+
+_TRAINING = ("adam", "default_data_key", "epoch_batches", "fit", "fit_grid", "grid_member",
+             "init_grid", "init_opt_state", "loss_fn", "train_step")
+
+if TYPE_CHECKING:
+    from ._train import adam as adam
+    from ._train import default_data_key as default_data_key
+    from ._train import epoch_batches as epoch_batches
+    from ._train import fit as fit
+    from ._train import fit_grid as fit_grid
+    from ._train import grid_member as grid_member
+    from ._train import init_grid as init_grid
+    from ._train import init_opt_state as init_opt_state
+    from ._train import loss_fn as loss_fn
+    from ._train import train_step as train_step
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TRAINING:
+        return getattr(importlib.import_module("._train", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_TRAINING])
