@@ -188,3 +188,19 @@ def test_subsets_of_a_prepared_collection_reuse_its_forest(corpus):
     f32 = np.asarray(jkern.gram(k, prepared[:10], dtype="float32"))
     assert f32.dtype == np.float32 and f32.shape == (10, 10)
     assert len(prepared[2:5]) == 3 and prepared[2:5][1] is trees[3]
+
+
+def test_suffix_column_sides_equal_fresh_ones(corpus):
+    # a symmetric Gram's blocks take their columns as suffixes of the first block's
+    import dataclasses
+
+    trees = corpus["all"][:120]
+    for kernel in (jkern.SST(0.4), jkern.PTK(0.4, 0.4), jkern.PTK(0.4, 0.4, max_subseq=3)):
+        engine = kernel.prepare(trees, dtype="float64").engine
+        every = np.arange(len(trees))
+        base = engine._make_columns(every)
+        for k in (0, 1, 5, 60, len(trees) - 1):
+            derived, fresh = engine._suffix_columns(base, k), engine._make_columns(every[k:])
+            for field in dataclasses.fields(derived):
+                a, b = getattr(derived, field.name), getattr(fresh, field.name)
+                assert a.dtype == b.dtype and np.array_equal(a, b), (field.name, k)

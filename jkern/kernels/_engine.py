@@ -298,10 +298,44 @@ class GramEngine:
             for known, cols in self._col_cache:
                 if known == ident and np.array_equal(cols.trees, col_trees):
                     return cols
+            # a symmetric Gram's blocks: rows s:e against s:, suffixes of its first columns
+            base = next((c for _, c in self._col_cache if len(c.trees) > len(col_trees)
+                         and np.array_equal(c.trees[len(c.trees) - len(col_trees):],
+                                            col_trees)), None)
+        if base is not None:  # derived, not cached: it would push the base out
+            return self._suffix_columns(base, len(base.trees) - len(col_trees))
         cols = self._make_columns(col_trees)
         with self._lock:
             self._col_cache = [(ident, cols)] + self._col_cache[:1]
         return cols
+
+    def _suffix_columns(self, base: _Columns, k: int) -> _Columns:
+        """`_make_columns(base.trees[k:])`, the same arrays, filtered out of `base`'s: every
+        order there (occurrences by tree, members by group, occurrences by member, by key) is
+        stable, so dropping the first k trees' occurrences keeps it."""
+        keep = base.tree >= k
+        new_index = np.cumsum(keep) - 1
+        # members still present: those with an occurrence in a kept tree (`occ_tree` runs
+        # ascend within a member, so the run's last entry decides)
+        occ_keep = base.occ_tree >= k
+        kept_m = base.occ_tree[base.occ_start[1:] - 1] >= k
+        members = base.members[kept_m]
+        m_key = self.plan.key[members].astype(np.int64)
+        group_start = np.searchsorted(m_key, np.arange(self.plan.n_keys + 1))
+        pos = np.full(self._n_pad, -1, np.int32)
+        pos[members] = np.arange(len(members)) - group_start[m_key]
+        per_member = np.add.reduceat(occ_keep, base.occ_start[:-1])[kept_m] \
+            if len(base.members) else np.zeros(0, np.int64)
+        occ_start = np.concatenate([[0], np.cumsum(per_member)]).astype(base.occ_start.dtype)
+        by_key_keep = keep[base.by_key]
+        return _Columns(
+            trees=base.trees[k:], node=base.node[keep], tree=base.tree[keep] - k,
+            count=base.count[keep], members=members, group_start=group_start,
+            group_len=np.diff(group_start), pos=pos,
+            occ_tree=base.occ_tree[occ_keep] - k, occ_count=base.occ_count[occ_keep],
+            occ_start=occ_start, key_sorted=base.key_sorted[by_key_keep],
+            by_key=new_index[base.by_key[by_key_keep]],
+        )
 
     def _make_columns(self, col_trees: np.ndarray) -> _Columns:
         plan, stored = self.plan, self._stored
