@@ -390,17 +390,24 @@ class GramEngine:
         levels = np.unique(r_height)
         r_code = (np.searchsorted(levels, r_height) * n_cls + self._aclass[rows]) * n_cls
         code = r_code.astype(np.int32)[ri] + self._aclass[members].astype(np.int32)[midx]
-        order = np.argsort(code.astype(np.uint16) if code.max(initial=0) < 1 << 16 else code,
-                           kind="stable")  # 16-bit keys: numpy's radix sort
-        code = code[order]
-        cuts = np.concatenate([[0], np.flatnonzero(np.diff(code)) + 1, [len(code)]])
+        step = np.diff(code)
+        entries = np.empty((3, len(code)), np.int32)  # (q, v, slot), int32 throughout
+        if (step < 0).any():
+            order = np.argsort(code.astype(np.uint16) if code.max(initial=0) < 1 << 16
+                               else code, kind="stable")  # 16-bit keys: numpy's radix sort
+            code = code[order]
+            step = np.diff(code)
+            np.take(rows.astype(np.int32), np.take(ri, order), out=entries[0])
+            np.take(members.astype(np.int32), np.take(midx, order), out=entries[1])
+            np.take(slots.astype(np.int32), order, out=entries[2])
+            del order
+        else:  # already in order (ST/SST: `_pairs`)
+            np.take(rows.astype(np.int32), ri, out=entries[0])
+            np.take(members.astype(np.int32), midx, out=entries[1])
+            entries[2] = slots
+        cuts = np.concatenate([[0], np.flatnonzero(step) + 1, [len(code)]])
         if len(code) == 0:
             cuts = cuts[:1]
-        entries = np.empty((3, len(order)), np.int32)  # (q, v, slot), int32 throughout
-        np.take(rows.astype(np.int32), np.take(ri, order), out=entries[0])
-        np.take(members.astype(np.int32), np.take(midx, order), out=entries[1])
-        np.take(slots.astype(np.int32), order, out=entries[2])
-        del order
         return self._fill_buckets(buf, entries, code, cuts, _to_device(row_off),
                                   _to_device(pos), params, dev)
 
@@ -525,8 +532,12 @@ class GramEngine:
         """
         r_len = group_len[r_key]
         if not self.plan.residual:
-            return (np.repeat(np.arange(len(rows)), r_len),
-                    concat_ranges(group_start[r_key], r_len))
+            # rows in the order the recurrences take them (height, then arity class): for
+            # ST/SST, whose entries' program depends on the row only, the entries come out
+            # in `_compute`'s order and need no sorting there
+            by_row = np.lexsort((self._aclass[rows], self.forest.height[rows]))
+            return (np.repeat(by_row, r_len[by_row]),
+                    concat_ranges(group_start[r_key[by_row]], r_len[by_row]))
         mask_r, mask_m = self._mask[:, rows], self._mask[:, members]
         by_key = np.argsort(r_key, kind="stable")
         g_ids, g_first, g_rows = np.unique(r_key[by_key], return_index=True, return_counts=True)
