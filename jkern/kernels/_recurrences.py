@@ -195,6 +195,7 @@ def new_buffer(params, *, size, dtype, residual):
 
 
 @stored_program(donate_argnums=(0,))
-def accumulate(out, buf, idx, seg, weight):
-    """out[seg[k]] += buf[idx[k]] * weight[k] (a chunk of the contraction's items)."""
-    return out.at[seg].add(buf[idx] * weight)
+def accumulate(out, buf, items):
+    """out[seg] += buf[idx] * weight for the contraction items `int32[3, n]` (idx, seg,
+    weight) of one chunk."""
+    return out.at[items[1]].add(buf[items[0]] * items[2].astype(out.dtype))
