@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jaxlib
+import jaxlib.version
 import numpy as np
 
 from . import _programs
@@ -132,7 +132,9 @@ class StoredProgram:
         if where is None or any(is_traced(x) for x in leaves):
             return self._jit(*args, **kwargs, **statics)
         key = (tree, tuple(_leaf_signature(x) for x in leaves), tuple(sorted(statics.items())),
-               str(jax.config.jax_default_device), jax.config.jax_enable_x64)
+               # Context-managed flags, read as set for this thread; the stubs don't list them.
+               str(jax.config.jax_default_device),  # pyright: ignore[reportAttributeAccessIssue]
+               jax.config.jax_enable_x64)  # pyright: ignore[reportAttributeAccessIssue]
         compiled = self._loaded.get(key)
         if compiled is None:
             with self._lock:
@@ -150,7 +152,7 @@ class StoredProgram:
         backend = jax.devices()[0]
         name = hashlib.sha256(repr((
             self._fn.__module__, self._fn.__qualname__, key, jax.__version__,
-            jaxlib.__version__, backend.platform, backend.device_kind,
+            jaxlib.version.__version__, backend.platform, backend.device_kind,
             os.environ.get("XLA_FLAGS", ""), _jkern_source_digest(),
         )).encode()).hexdigest()
         path = where / f"{self._fn.__name__}-{name[:40]}.bin"
