@@ -11,7 +11,9 @@ backend, the x64 flag, and a digest of jkern's own source (any edit to jkern inv
 entry). A later process with the same key loads the executable and calls it directly.
 
 Nothing changes where the cache is off (`JKERN_NO_CACHE=1`, `jkern.disable_compilation_cache()`)
-or the arguments are traced (jit/grad/vmap of a kernel): the call is the plain `jax.jit` one.
+or the arguments are traced (jit/grad/vmap of a kernel), and in a multi-process
+`jax.distributed` job (its executables are tied to the job's global device set): the call is the
+plain `jax.jit` one.
 A file that fails to load (truncated, another build) is dropped and the program compiled
 again. Only fresh compiles are stored (see `_load_or_compile`). The files are pickles of
 executables: like JAX's own cache, the directory must be writable only by you; delete it to
@@ -129,7 +131,8 @@ class StoredProgram:
         where = executables_dir()
         statics = {k: kwargs.pop(k) for k in self._static if k in kwargs}
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        if where is None or any(is_traced(x) for x in leaves):
+        if (where is None or jax.process_count() > 1
+                or any(is_traced(x) for x in leaves)):
             return self._jit(*args, **kwargs, **statics)
         key = (tree, tuple(_leaf_signature(x) for x in leaves), tuple(sorted(statics.items())),
                # Context-managed flags, read as set for this thread; the stubs don't list them.

@@ -18,7 +18,7 @@ from ..errors import InputError
 # The options `gram` forwards to the tree-kernel engine. Algebra passes them to both sides, so
 # every kernel accepts them (a kernel that has no use for one ignores it); anything else is a
 # TypeError. `out` (an array the Gram matrix is written into) is the combining kernel's own.
-GRAM_OPTIONS = ("progress", "block_size", "threads", "devices", "stats", "out")
+GRAM_OPTIONS = ("progress", "block_size", "threads", "devices", "processes", "stats", "out")
 
 
 def check_options(kernel: Any, options: dict[str, Any]) -> None:
@@ -58,10 +58,13 @@ def into_out(g: Any, out: np.ndarray | None) -> Any:
 
 
 def _sides(options: dict[str, Any]) -> tuple[dict, dict, Callable[[], None]]:
-    """The options of the two sides of a `Sum`/`Product` (no `out`: the sum writes that):
-    each side fills its own `stats` dict, and `merge()` adds their numbers into the caller's
-    (a sum reports all its work)."""
+    """The options of the two sides of a `Sum`/`Product` (no `out`: the sum writes that, so
+    `processes="shared"` becomes True: each process gathers both sides, and all write the same
+    sum): each side fills its own `stats` dict, and `merge()` adds their numbers into the
+    caller's (a sum reports all its work)."""
     options = {k: v for k, v in options.items() if k != "out"}
+    if options.get("processes") == "shared":
+        options["processes"] = True
     stats = options.get("stats")
     if stats is None:
         return options, options, lambda: None
@@ -236,6 +239,7 @@ class Scaled(AbstractKernel):
     weight: Float[Array, ""]
 
     def gram(self, x1, x2=None, *, dtype=None, **options):
+        _whole_out(self, options)
         g = self.kernel.gram(x1, x2, dtype=dtype, **options)
         return _scale(g, self.weight)
 
@@ -244,9 +248,20 @@ class Scaled(AbstractKernel):
         return self.weight.astype(d.dtype) * d
 
     def gram_and_diag(self, x1, x2, *, dtype=None, **options):
+        _whole_out(self, options)
         g, d1, d2 = self.kernel.gram_and_diag(x1, x2, dtype=dtype, **options)
         w = self.weight.astype(d1.dtype)
         return _scale(g, self.weight), w * d1, w * d2
+
+
+def _whole_out(kernel: AbstractKernel, options: dict[str, Any]) -> None:
+    """Refuses `processes="shared"` where `out` is rewritten in place after the Gram is in it
+    (scaling, normalizing): every process would rewrite the one shared file, values already
+    rewritten by another among them."""
+    if options.get("processes") == "shared":
+        raise InputError(f"{type(kernel).__name__} rewrites out= in place, which processes "
+                         f"sharing one file cannot do; use processes=True (every process gets "
+                         f"the whole matrix) and write it out from one process")
 
 
 def _scale(g: Any, weight: jax.Array) -> Any:
@@ -282,6 +297,7 @@ class Normalized(AbstractKernel):
     kernel: AbstractKernel
 
     def gram(self, x1, x2=None, *, dtype=None, **options):
+        _whole_out(self, options)
         if x2 is None:
             g = self.kernel.gram(x1, None, dtype=dtype, **options)
             if isinstance(g, np.ndarray):  # the caller's `out`
@@ -297,6 +313,7 @@ class Normalized(AbstractKernel):
         return _unit(self.kernel.diag(x, dtype=dtype, **options))
 
     def gram_and_diag(self, x1, x2, *, dtype=None, **options):
+        _whole_out(self, options)
         g, d1, d2 = self.kernel.gram_and_diag(x1, x2, dtype=dtype, **options)
         if isinstance(g, np.ndarray):  # the caller's `out`
             g = _normalize_rows(g, np.asarray(d1), np.asarray(d2))

@@ -19,7 +19,10 @@ def gram(kernel: AbstractKernel, x1: Sequence[Any], x2: Sequence[Any] | None = N
         x1, x2: trees, `Example`s, or `[n, d]` arrays for vector kernels.
         dtype: float32 or float64 (needs JAX x64); default JAX's default float.
         **options: tree-kernel options: `progress=True` (bar on stderr), `block_size`,
-            `threads` (host threads, default 2), `stats` (dict receiving work counters).
+            `threads` (host threads, default 2), `devices` (JAX devices of this process),
+            `processes` (True: share the row blocks among the processes of a
+            `jax.distributed` job, each gets the whole matrix), `stats` (dict receiving work
+            counters), `out` (an array to write the matrix into).
 
     >>> import jkern
     >>> texts = ["(S (NP (NN a))(VP (VB b)))", "(S (NP (NN a)))"]

@@ -78,14 +78,16 @@ class PreparedTrees:
 
     def block(self, rows: np.ndarray, cols: np.ndarray | None = None, *,
               block_size: int | None = None, threads: int = 2, devices: Sequence[Any] | None = None,
-              progress: bool = False, out: np.ndarray | None = None) -> Any:
+              processes: bool | str = False, progress: bool = False,
+              out: np.ndarray | None = None) -> Any:
         """The raw kernel block `K[rows, cols]` between trees of the collection (`cols=None`:
         `rows` against themselves, symmetric): a JAX array, or `out` filled in place.
         Options as `compute_gram`."""
         rows = np.asarray(rows, np.int64)
         cols = None if cols is None else np.asarray(cols, np.int64)
         return compute_gram(self.engine, self.params, rows, cols, block_size=block_size,
-                            progress=progress, threads=threads, devices=devices, out=out)
+                            progress=progress, threads=threads, devices=devices,
+                            processes=processes, out=out)
 
     def diag(self, idx: np.ndarray, *, block_size: int = 512, threads: int = 2) -> jax.Array:
         """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree)."""

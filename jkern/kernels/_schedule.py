@@ -1,4 +1,5 @@
-"""Scheduling Gram blocks: row blocks over host threads and JAX devices, assembled on the host.
+"""Scheduling Gram blocks: row blocks over host threads, JAX devices and `jax.distributed`
+processes (`_processes.py`), assembled on the host.
 
 Each row block is one `GramEngine.block` call (planning on the host, recurrences compiled);
 blocks run on `threads` host threads, so one block's numpy planning overlaps another's
@@ -25,6 +26,14 @@ import numpy as np
 from ..errors import InputError
 from ._base import check_out
 from ._engine import MAX_BUFFER, GramEngine
+from ._processes import (
+    barrier,
+    block_owners,
+    check_local,
+    check_same_call,
+    gather_rows,
+    processes_mode,
+)
 from ._recurrences import Params, params_traced
 
 
@@ -99,6 +108,7 @@ def _devices(devices: Sequence[Any] | None, traced: bool) -> list[Any] | None:
     if traced:
         raise ValueError("devices= shards concrete Gram blocks; under jit/grad/vmap the "
                          "blocks run in the tracing thread: leave devices unset there")
+    check_local(devices)
     return devices
 
 
@@ -112,6 +122,7 @@ def compute_gram(
     progress: bool = False,
     threads: int = 2,
     devices: Sequence[Any] | None = None,
+    processes: bool | str = False,
     out: np.ndarray | None = None,
 ) -> Any:
     """The Gram matrix of trees `rows` against `cols` (None: `rows` against itself, symmetric).
@@ -122,6 +133,11 @@ def compute_gram(
 
     With `devices` (JAX devices, e.g. `jax.devices()`), the row blocks are spread over them:
     block b runs on `devices[b % len(devices)]`, with at least one host thread per device.
+
+    With `processes` (True or "shared") in a `jax.distributed` job, every process makes the
+    same call and computes its share of the row blocks (on its own `devices`, local ones
+    only); with True every process returns the whole matrix (gathered), with "shared" each
+    writes its rows into `out`, a memory-mapped file they all opened (`_processes.py`).
     """
     n = len(rows)
     symmetric = cols is None
@@ -129,6 +145,7 @@ def compute_gram(
     spans = row_blocks(n, m, symmetric, block_size)
     traced = params_traced(params)
     devices = _devices(devices, traced)
+    mode = processes_mode(processes, out, traced)
     params_on: dict[Any, Params] = {None: params}
     if devices is not None:
         threads = max(threads, len(devices))
@@ -136,7 +153,8 @@ def compute_gram(
         params_on = {d: jax.device_put(params, d) for d in devices}
 
     def block(b: int, s: int, e: int) -> tuple[jax.Array, int]:
-        """The padded block of rows s:e (against rows[s:] when symmetric), on device b's."""
+        """The padded block of rows s:e (against rows[s:] when symmetric), on device b's
+        (b counts this process's blocks)."""
         col_ids = rows[s:] if cols is None else cols
         device = None if devices is None else devices[b % len(devices)]
         return engine.block(rows[s:e], col_ids, params_on[device], device), len(col_ids)
@@ -187,8 +205,24 @@ def compute_gram(
         engine.reserve(min(engine.block_slots(rows[:e], rows if cols is None else cols),
                            MAX_BUFFER))
 
-    _run_blocks([job(b, s, e) for b, (s, e) in enumerate(spans)], threads, progress)
-    if symmetric:
+    mine = spans
+    if mode is not None:
+        check_same_call(n, m, symmetric, block_size, mode, rows, cols, engine.dtype)
+        owners = block_owners(spans, m, symmetric, jax.process_count())
+        mine = [span for span, owner in zip(spans, owners) if owner == jax.process_index()]
+    _run_blocks([job(b, s, e) for b, (s, e) in enumerate(mine)], threads, progress)
+    if mode == "gather":
+        gather_rows(result, spans, owners, symmetric, release_pages)
+    if mode == "shared":
+        # every process's rows are in the file (each block was flushed when written) before
+        # process 0 mirrors them, and the mirror is in before anyone returns
+        barrier("jkern.compute_gram: rows written")
+        if symmetric and jax.process_index() == 0:
+            _mirror(result)
+            release_pages(result)
+        barrier("jkern.compute_gram: matrix complete")
+        release_pages(result)  # pages mapped before the mirror are read again from the file
+    elif symmetric:
         _mirror(result)
     return result if out is not None else _as_jax(result)
 

@@ -79,7 +79,9 @@ class AbstractTreeKernel(AbstractKernel):
     `gram` options: `dtype`, `progress` (a progress bar on stderr), `block_size` (row trees
     per block; by default about 2^19 tree pairs per block, 32 to 256 rows), `threads` (host
     threads computing blocks at once; under jit/grad/vmap the blocks run in the calling
-    thread), `devices` (JAX devices to spread the row blocks over),
+    thread), `devices` (JAX devices to spread the row blocks over), `processes` (True: in a
+    `jax.distributed` job every process computes a share of the row blocks and gets the
+    whole matrix; "shared": each writes its rows into `out`, one file they all mapped),
     `stats` (a dict that receives the work counters and `programs`, the XLA programs built
     during the call), `out` (a float NumPy array or `np.memmap` the Gram matrix is written
     into, block by block, and returned: memory stays at the output plus one block's working
@@ -106,17 +108,17 @@ class AbstractTreeKernel(AbstractKernel):
                              expanded)
 
     def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=None, threads=2,
-             devices=None, stats=None, out=None):
+             devices=None, processes=False, stats=None, out=None):
         before = int(program_stats()["programs"])
         prepared, rows, cols = self._prepared(x1, x2, dtype)
         counted = dataclasses.replace(prepared.counts)
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
-                           threads=threads, devices=devices, out=out)
+                           threads=threads, devices=devices, processes=processes, out=out)
         _report(prepared, stats, before, counted)
         return _check_finite(g, prepared.dtype)
 
     def gram_and_diag(self, x1, x2, *, dtype=None, progress=False, block_size=None, threads=2,
-                      devices=None, stats=None, out=None):
+                      devices=None, processes=False, stats=None, out=None):
         """The block and both sides' self-kernels on one prepared forest (one set of
         compiled programs; the self-kernels compute only the node pairs within a tree)."""
         before = int(program_stats()["programs"])
@@ -124,7 +126,7 @@ class AbstractTreeKernel(AbstractKernel):
         counted = dataclasses.replace(prepared.counts)
         assert cols is not None
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
-                           threads=threads, devices=devices, out=out)
+                           threads=threads, devices=devices, processes=processes, out=out)
         both = np.concatenate([rows, cols])
         d = _check_finite(prepared.diag(both, threads=threads), prepared.dtype)
         _report(prepared, stats, before, counted)
