@@ -1,6 +1,7 @@
 """jkern: kernel methods over structured linguistic data, in JAX."""
 
 from . import _cache, _programs
+from . import ds as ds
 from . import errors as errors
 from . import kda as kda
 from . import kernels as kernels
@@ -12,6 +13,7 @@ from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._io import load as load
 from ._io import save as save
 from ._nystrom import Nystrom as Nystrom
+from ._sparse import SparseRows as SparseRows
 from ._nystrom import NystromEnsemble as NystromEnsemble
 from ._nystrom import approximation_error as approximation_error
 from ._nystrom import fit_nystrom as fit_nystrom

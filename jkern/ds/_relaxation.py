@@ -1,0 +1,469 @@
+"""Grave (2014)'s convex relaxation for distant supervision, solved in its dual by FISTA.
+
+Mentions i = 1..N (rows of the feature matrix X), grouped into entity pairs p = 1..P
+(`mention_pair[i]`, the incidence matrix E as an index); C = K + 1 classes, class 0 = NA.
+The relaxation infers a soft labelling Y of the mentions:
+
+    min_{Y, xi}  1/2 tr(Y^T Q^-1 Y) + mu ||xi||_1,   Q = X X^T + lam I
+    s.t.         Y >= 0,  Y 1 = 1,  S o (E Y) >= R - xi,  xi >= 0
+
+(S, R: `Constraints`). Its dual, with Z = E^T (S o Lam) + Sig + nu 1^T,
+
+    max  D = -1/2 tr(Z^T Q Z) + <Lam, R> + <nu, 1>   over Lam in [0, mu], Sig >= 0, nu free,
+
+is smooth with box constraints: every projection is a clip. Y = Q Z = X (X^T Z) + lam Z uses
+products with X only (never an N x N matrix), and the classifier is W = X^T Z.
+
+Step sizes (derived in docs/distant_supervision.md and tested): the Hessian of -D is
+A^T Q A with A(Lam, Sig, nu) = E^T (S o Lam) + Sig + nu 1^T, and by Cauchy-Schwarz
+||A theta||^2 <= 3 (sum_p n_p ||Lam_p||^2 + ||Sig||^2 + C ||nu||^2), so -D is smooth with
+constant 3 ||Q|| in the metric M = diag(n_p, 1, C): each block steps by 1 / (3 ||Q|| M).
+||Q|| = sigma_max(X)^2 + lam, sigma_max^2 from a power iteration (with a 1% margin).
+
+Stopping: every `check_every` steps, a feasible primal point is built from the dual one:
+Y-hat = each row of Q Z projected onto the simplex, xi = max(0, R - S o (E Y-hat)), and its
+objective bounded above without Q^-1 through
+1/2 tr(Y^T Q^-1 Y) = min_W (||Y - X W||^2 + lam ||W||^2) / (2 lam), taken at W = X^T Z
+(equality at the optimum). The relative gap (P - D) / P certifies both.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from .._solution import Solution, result_code
+from .._sparse import Features, SparseRows, matmul, n_rows, rmatmul, weights_sq_norm
+from .._validate import float_dtype, is_traced, positive, positive_int
+from ..errors import InputError
+
+
+class Constraints(eqx.Module):
+    """The pair-level constraints S o (E Y) >= R - xi of the relaxation.
+
+    Attributes:
+        mention_pair: `[N]` int32, the pair of each mention (E as an index).
+        sign: `[P, C]` S: +1 "at least R mentions", -1 "at most -R mentions", 0 none.
+        bound: `[P, C]` R (0 where `sign` is 0).
+        pair_size: `[P]` mentions per pair.
+    """
+
+    mention_pair: Int[Array, " n"]
+    sign: Float[Array, "p c"]
+    bound: Float[Array, "p c"]
+    pair_size: Float[Array, " p"]
+
+    @property
+    def n_pairs(self) -> int:
+        return self.sign.shape[0]
+
+    @property
+    def n_classes(self) -> int:
+        return self.sign.shape[1]
+
+
+def constraints(mention_pair: Any, relations: Any, *, at_least: float = 1.0,
+                dtype: Any = None) -> Constraints:
+    """Grave's constraints from the knowledge base.
+
+    Args:
+        mention_pair: `[N]` ints in [0, P): the entity pair of each mention; every pair needs
+            at least one mention.
+        relations: `[P, K]` bools: `relations[p, k]` when the KB holds relation k (class k + 1)
+            for pair p. Class 0 is NA.
+        at_least: R of a held relation: its pair's mentions must carry at least this much of
+            it in total (Grave: 1, "at least one mention expresses it").
+
+    The convention: for a held relation, sum_{i in p} Y[i, k] >= at_least (S = +1, R =
+    at_least); for a relation the KB does not hold, sum_{i in p} Y[i, k] <= 0 (S = -1, R = 0):
+    no mention of the pair expresses it, so a pair without KB relations is all NA; the NA
+    column itself is unconstrained (S = R = 0). Violations cost mu per unit of slack.
+    """
+    dt = float_dtype(dtype)
+    mp = np.asarray(mention_pair)
+    rel = np.asarray(relations)
+    if rel.ndim != 2 or rel.shape[1] < 1:
+        raise InputError(f"relations must be a [pairs, relations] boolean array, got shape "
+                         f"{rel.shape}")
+    if rel.dtype != bool:
+        if not np.isin(rel, (0, 1)).all():
+            raise InputError("relations must be booleans (or 0/1)")
+        rel = rel.astype(bool)
+    p = rel.shape[0]
+    if mp.ndim != 1 or not np.issubdtype(mp.dtype, np.integer):
+        raise InputError(f"mention_pair must be a 1-D integer array, got {mp.dtype} shape "
+                         f"{mp.shape}")
+    if len(mp) and (mp.min() < 0 or mp.max() >= p):
+        raise InputError(f"mention_pair must index the {p} pairs, got values "
+                         f"{mp.min()}..{mp.max()}")
+    size = np.bincount(mp, minlength=p)
+    if (size == 0).any():
+        raise InputError(f"{int((size == 0).sum())} pairs have no mention (e.g. pair "
+                         f"{int(np.flatnonzero(size == 0)[0])}); drop them from relations")
+    if not (np.isfinite(at_least) and at_least > 0):
+        raise InputError(f"at_least must be a finite number > 0, got {at_least}")
+    sign = np.zeros((p, rel.shape[1] + 1))
+    bound = np.zeros_like(sign)
+    sign[:, 1:] = np.where(rel, 1.0, -1.0)
+    bound[:, 1:] = np.where(rel, at_least, 0.0)
+    return Constraints(jnp.asarray(mp, jnp.int32), jnp.asarray(sign, dt),
+                       jnp.asarray(bound, dt), jnp.asarray(size, dt))
+
+
+class RelationModel(eqx.Module):
+    """The classifier W = X^T Z of a solved relaxation: mention scores x W, `[m, C]`.
+
+    `weights` is `[D, C]`, or a tuple of per-block weights when the features are a tuple of
+    blocks. Column 0 is NA.
+    """
+
+    weights: Any
+    classes: tuple = eqx.field(static=True)
+
+    def decision_function(self, x: Features) -> Float[Array, "m c"]:
+        return matmul(x, self.weights)
+
+    def predict_index(self, x: Features) -> Int[Array, " m"]:
+        return jnp.argmax(self.decision_function(x), axis=-1)
+
+    def predict(self, x: Features) -> np.ndarray:
+        return np.asarray(self.classes, dtype=object)[np.asarray(self.predict_index(x))]
+
+    def pair_scores(self, x: Features, mention_pair: Any, n_pairs: int, *,
+                    aggregate: str = "max") -> Float[Array, "p c"]:
+        """Scores per entity pair from its mentions' (see `aggregate_pairs`)."""
+        return aggregate_pairs(self.decision_function(x), mention_pair, n_pairs,
+                               aggregate=aggregate)
+
+
+def aggregate_pairs(scores: Float[Array, "m c"], mention_pair: Any, n_pairs: int, *,
+                    aggregate: str = "max") -> Float[Array, "p c"]:
+    """Per-pair scores from per-mention ones: `"max"` (Mintz, Riedel, Grave), `"mean"`, or
+    `"noisy_or"`: 1 - prod (1 - s) with each mention score clipped to [0, 1] (the relaxation's
+    scores estimate the soft labels Y, which lie in [0, 1]). A pair without mentions gets
+    -inf (max), 0 (mean, noisy-or)."""
+    mp = jnp.asarray(mention_pair, jnp.int32)
+    if aggregate == "max":
+        return jax.ops.segment_max(scores, mp, num_segments=n_pairs)
+    if aggregate == "mean":
+        total = jax.ops.segment_sum(scores, mp, num_segments=n_pairs)
+        count = jax.ops.segment_sum(jnp.ones_like(mp, scores.dtype), mp, num_segments=n_pairs)
+        return total / jnp.maximum(count, 1)[:, None]
+    if aggregate == "noisy_or":
+        logs = jnp.log1p(-jnp.clip(scores, 0.0, 1.0 - 1e-12))
+        return 1.0 - jnp.exp(jax.ops.segment_sum(logs, mp, num_segments=n_pairs))
+    raise InputError(f"aggregate must be 'max', 'mean' or 'noisy_or', got {aggregate!r}")
+
+
+class DualPoint(NamedTuple):
+    lam: Float[Array, "p c"]  # Lambda, in [0, mu]
+    sig: Float[Array, "n c"]  # Sigma >= 0
+    nu: Float[Array, " n"]
+
+
+class RelaxationState(NamedTuple):
+    """FISTA's state: the iterate, the previous iterate, the momentum counter t."""
+
+    x: DualPoint
+    x_prev: DualPoint
+    t: Float[Array, ""]
+    n_iter: Int[Array, ""]
+    restarts: Int[Array, ""]
+
+
+class Check(NamedTuple):
+    primal: Float[Array, ""]
+    dual: Float[Array, ""]
+    gap: Float[Array, ""]  # relative: (primal - dual) / max(|primal|, tiny)
+    violation: Float[Array, ""]  # of Y = Q Z: max(-Y, |Y 1 - 1|)
+
+
+class Problem(NamedTuple):
+    """What `update` and `check` need besides the state: features, constraints, lam, mu,
+    and ||Q|| (sigma_max(X)^2 + lam)."""
+
+    x: Any
+    cons: Constraints
+    lam: Float[Array, ""]
+    mu: Float[Array, ""]
+    q_norm: Float[Array, ""]
+
+
+def _z(cons: Constraints, d: DualPoint) -> Float[Array, "n c"]:
+    return (cons.sign * d.lam)[cons.mention_pair] + d.sig + d.nu[:, None]
+
+
+def _qz(prob: Problem, z: Float[Array, "n c"]) -> tuple[Float[Array, "n c"], Any]:
+    w = rmatmul(prob.x, z)
+    return matmul(prob.x, w) + prob.lam * z, w
+
+
+def _pair_sum(cons: Constraints, y: Float[Array, "n c"]) -> Float[Array, "p c"]:
+    return jax.ops.segment_sum(y, cons.mention_pair, num_segments=cons.n_pairs)
+
+
+def init(prob: Problem) -> RelaxationState:
+    """The state at the dual point 0 (Z = 0)."""
+    n, c = n_rows(prob.x), prob.cons.n_classes
+    dt = prob.cons.sign.dtype
+    zero = DualPoint(jnp.zeros((prob.cons.n_pairs, c), dt), jnp.zeros((n, c), dt),
+                     jnp.zeros((n,), dt))
+    return RelaxationState(zero, zero, jnp.ones((), dt), jnp.zeros((), jnp.int32),
+                           jnp.zeros((), jnp.int32))
+
+
+def update(state: RelaxationState, prob: Problem) -> RelaxationState:
+    """One accelerated projected-gradient step on the dual (FISTA with adaptive restart)."""
+    cons = prob.cons
+    c = cons.n_classes
+    x, xp, t = state.x, state.x_prev, state.t
+    t_next = (1 + jnp.sqrt(1 + 4 * t * t)) / 2
+    beta = (t - 1) / t_next
+    w = jax.tree.map(lambda a, b: a + beta * (a - b), x, xp)
+    y, _ = _qz(prob, _z(cons, w))
+    step = 1.0 / (3.0 * prob.q_norm)
+    g_lam = cons.bound - cons.sign * _pair_sum(cons, y)
+    new = DualPoint(
+        jnp.clip(w.lam + step / cons.pair_size[:, None] * g_lam, 0.0, prob.mu),
+        jnp.maximum(w.sig - step * y, 0.0),
+        w.nu + step / c * (1.0 - y.sum(axis=1)),
+    )
+    # Adaptive restart (O'Donoghue & Candes): momentum that points against the gradient step
+    # is dropped, in the metric M the steps are taken in.
+    metric = DualPoint(cons.pair_size[:, None], jnp.ones((), y.dtype), jnp.asarray(c, y.dtype))
+    inner = sum(jnp.sum(m * (a - b) * (b - d)) for m, a, b, d in zip(metric, w, new, x))
+    restart = inner > 0
+    return RelaxationState(new, x, jnp.where(restart, 1.0, t_next).astype(t.dtype),
+                           state.n_iter + 1, state.restarts + restart.astype(jnp.int32))
+
+
+def project_rows_simplex(y: Float[Array, "n c"]) -> Float[Array, "n c"]:
+    """Each row's Euclidean projection onto {y >= 0, sum y = 1} (the sort-based rule)."""
+    c = y.shape[-1]
+    srt = -jnp.sort(-y, axis=-1)
+    css = jnp.cumsum(srt, axis=-1) - 1.0
+    k = jnp.arange(1, c + 1, dtype=y.dtype)
+    cond = srt - css / k > 0
+    rho = jnp.sum(cond, axis=-1, keepdims=True)
+    theta = jnp.take_along_axis(css, rho - 1, axis=-1) / rho.astype(y.dtype)
+    return jnp.maximum(y - theta, 0.0)
+
+
+def check(state: RelaxationState, prob: Problem) -> tuple[Check, Float[Array, "n c"], Any,
+                                                          Float[Array, "n c"]]:
+    """Primal and dual objectives at the current iterate, and the feasible Y-hat behind the
+    primal one. Returns (check, Y-hat, W, Z)."""
+    cons, d = prob.cons, state.x
+    z = _z(cons, d)
+    y, w = _qz(prob, z)
+    dual = -0.5 * jnp.sum(z * y) + jnp.sum(d.lam * cons.bound) + jnp.sum(d.nu)
+    y_hat = project_rows_simplex(y)
+    resid = y_hat - (y - prob.lam * z)  # Y-hat - X W
+    slack = jnp.maximum(cons.bound - cons.sign * _pair_sum(cons, y_hat), 0.0)
+    primal = ((jnp.sum(resid * resid) + prob.lam * weights_sq_norm(w)) / (2 * prob.lam)
+              + prob.mu * jnp.sum(slack))
+    gap = (primal - dual) / jnp.maximum(jnp.abs(primal), jnp.finfo(y.dtype).tiny)
+    violation = jnp.maximum(jnp.max(jnp.maximum(-y, 0.0), initial=0.0),
+                            jnp.max(jnp.abs(y.sum(axis=1) - 1.0), initial=0.0))
+    return Check(primal, dual, gap, violation), y_hat, w, z
+
+
+def spectral_norm_sq(x: Features, *, max_iter: int = 500, rtol: float = 1e-7,
+                     dtype: Any = None) -> Float[Array, ""]:
+    """sigma_max(X)^2 by power iteration on X^T X from a fixed start (no key: deterministic).
+
+    The Rayleigh quotient approaches sigma_max^2 from below; the solver adds a 1% margin.
+    """
+    n = n_rows(x)
+    dt = float_dtype(_features_dtype(x) if dtype is None else dtype)
+    v = jnp.ones((n, 1), dt) + jnp.arange(n, dtype=dt)[:, None] % 7 / 7.0
+    v = v / jnp.linalg.norm(v)
+
+    def body(s):
+        v, est, _, i = s
+        u = matmul(x, rmatmul(x, v))  # X X^T v: the same top eigenvalue as X^T X
+        new = jnp.sum(u * v)
+        nrm = jnp.linalg.norm(u)
+        return (u / jnp.where(nrm > 0, nrm, 1.0), new, est, i + 1)
+
+    def cond(s):
+        _, est, old, i = s
+        return (i < max_iter) & ((i < 2) | (jnp.abs(est - old) > rtol * jnp.abs(est)))
+
+    zero = jnp.zeros((), dt)
+    _, est, _, _ = jax.lax.while_loop(cond, body, (v, zero, zero, jnp.zeros((), jnp.int32)))
+    return est
+
+
+def _features_dtype(x: Features) -> Any:
+    if isinstance(x, tuple):
+        return jnp.result_type(*[_features_dtype(b) for b in x])
+    return x.dtype
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter", "check_every"))
+def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int):
+    prob = Problem(x, cons, lam, mu, sigma_sq * 1.01 + lam)
+    n_checks = -(-max_iter // check_every)
+    dt = cons.sign.dtype
+    history = jnp.full((n_checks, 4), jnp.nan, dt)
+
+    def cond(s):
+        state, chk, _, k = s
+        return (k < n_checks) & ~(chk.gap <= tol) & ~jnp.isnan(chk.gap)
+
+    def body(s):
+        state, _, history, k = s
+        state = jax.lax.fori_loop(0, check_every, lambda _, st: update(st, prob), state)
+        chk, *_ = check(state, prob)
+        history = history.at[k].set(jnp.stack(list(chk)))
+        return state, chk, history, k + 1
+
+    state = init(prob)
+    inf = jnp.asarray(jnp.inf, dt)
+    state, chk, history, k = jax.lax.while_loop(
+        cond, body, (state, Check(inf, -inf, inf, inf), history, jnp.zeros((), jnp.int32)))
+    chk, y_hat, w, z = check(state, prob)
+    finite = jnp.isfinite(chk.gap) & jnp.isfinite(chk.primal)
+    return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
+
+
+def _check_features(x: Any) -> Features:
+    if isinstance(x, SparseRows):
+        return x
+    if isinstance(x, (tuple, list)):
+        if not x:
+            raise InputError("a tuple of feature blocks needs at least one block")
+        return tuple(_check_features(b) for b in x)
+    if not hasattr(x, "shape"):
+        x = np.asarray(x)
+    if len(x.shape) != 2:
+        raise InputError(f"features must be a 2-D [mentions, features] array, a SparseRows "
+                         f"or a tuple of them, got shape {tuple(x.shape)}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = jnp.asarray(x, float_dtype(None))
+    return x
+
+
+def _cast(x: Features, dt: Any) -> Features:
+    if isinstance(x, tuple):
+        return tuple(_cast(b, dt) for b in x)
+    if isinstance(x, SparseRows):
+        return x.astype(dt)
+    return jnp.asarray(x, dt)
+
+
+def fit(
+    x: Features,
+    mention_pair: Any,
+    relations: Any,
+    *,
+    lam: Any = 1.0,
+    mu: Any = 1.0,
+    at_least: float = 1.0,
+    classes: tuple | None = None,
+    tol: float = 1e-4,
+    max_iter: int = 20_000,
+    check_every: int = 10,
+    dtype: Any = None,
+    throw: bool = False,
+) -> Solution[RelationModel]:
+    """Solves the relaxation for features `x` (mentions x features), their pairs and the KB.
+
+    Args:
+        x: `[N, D]` dense features, a `jkern.SparseRows`, or a tuple of such blocks (their
+            column concatenation, e.g. sparse features beside a Nystrom embedding).
+        mention_pair: `[N]` the entity pair of each mention, ints in [0, P).
+        relations: `[P, K]` bools, the KB relations held by each pair (see `constraints`).
+        lam: ridge regularization lambda > 0 (vmappable).
+        mu: slack cost mu > 0 (vmappable).
+        at_least: R of a held relation (`constraints`).
+        classes: names of the C = K + 1 classes, NA first (default 0..K).
+        tol: stop when the relative duality gap (primal - dual) / primal <= tol.
+        max_iter: FISTA steps at most; `check_every`: steps between gap checks.
+        dtype: the computation's float dtype (default the features').
+        throw: raise `ConvergenceError` unless the gap reached `tol`.
+
+    Returns:
+        `Solution` with `model` a `RelationModel` (W = X^T Z) and `stats`: `Y` (the feasible
+        labelling, rows on the simplex), `Z` (dual coefficients: scores of a new mention are
+        sum_i k(x, x_i) Z_i), `primal`, `dual`, `gap`, `violation`, `n_iter`, `restarts`,
+        `history` (`[checks, 4]`: primal, dual, gap, violation per check, NaN past the end),
+        `sigma_max_sq`.
+    """
+    x = _check_features(x)
+    dt = float_dtype(_features_dtype(x) if dtype is None else dtype)
+    x = _cast(x, dt)
+    max_iter = positive_int("max_iter", max_iter)
+    check_every = positive_int("check_every", check_every)
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+        raise InputError(f"tol must be a finite number > 0, got {tol!r}")
+    cons = constraints(mention_pair, relations, at_least=at_least, dtype=dt)
+    n = n_rows(x)
+    if cons.mention_pair.shape[0] != n:
+        raise InputError(f"mention_pair has {cons.mention_pair.shape[0]} entries for {n} "
+                         "mentions (rows of x)")
+    _finite_features(x)
+    if classes is None:
+        classes = tuple(range(cons.n_classes))
+    classes = tuple(classes)
+    if len(classes) != cons.n_classes:
+        raise InputError(f"classes names {len(classes)} classes; relations has "
+                         f"{cons.n_classes - 1} relations + NA = {cons.n_classes}")
+    lam = positive("lam", lam, dt)
+    mu = positive("mu", mu, dt)
+    sigma_sq = spectral_norm_sq(x, dtype=dt)
+    state, chk, y_hat, w, z, history, result = _solve(
+        x, cons, lam, mu, sigma_sq, jnp.asarray(tol, dt), max_iter=max_iter,
+        check_every=check_every)
+    stats = {"Y": y_hat, "Z": z, "primal": chk.primal, "dual": chk.dual, "gap": chk.gap,
+             "violation": chk.violation, "n_iter": state.n_iter, "restarts": state.restarts,
+             "history": history, "sigma_max_sq": sigma_sq}
+    sol = Solution(RelationModel(w, classes), result, stats)
+    return sol.check(throw)
+
+
+def _finite_features(x: Features) -> None:
+    if isinstance(x, tuple):
+        for b in x:
+            _finite_features(b)
+        return
+    v = x.values if isinstance(x, SparseRows) else x
+    if not is_traced(v) and not bool(jnp.all(jnp.isfinite(v))):
+        raise InputError("the features hold NaN or inf values")
+
+
+def primal_objective(x: Features, y: Any, mention_pair: Any, relations: Any, *, lam: float,
+                     mu: float, at_least: float = 1.0) -> float:
+    """The relaxation's primal objective at a labelling Y, exactly (a dense linear solve:
+    for checks on small problems). Y must be [N, C] with rows on the simplex."""
+    xd = _dense(x)
+    yv = np.asarray(y, np.float64)
+    n = xd.shape[0]
+    q = xd @ xd.T + lam * np.eye(n)
+    quad = 0.5 * float(np.sum(yv * np.linalg.solve(q, yv)))
+    cons = constraints(mention_pair, relations, at_least=at_least, dtype=None)
+    pair_sum = np.zeros((cons.n_pairs, yv.shape[1]))
+    np.add.at(pair_sum, np.asarray(cons.mention_pair), yv)
+    slack = np.maximum(np.asarray(cons.bound) - np.asarray(cons.sign) * pair_sum, 0.0)
+    return quad + mu * float(slack.sum())
+
+
+def _dense(x: Features) -> np.ndarray:
+    if isinstance(x, tuple):
+        return np.concatenate([_dense(b) for b in x], axis=1)
+    if isinstance(x, SparseRows):
+        return np.asarray(x.todense(), np.float64)
+    return np.asarray(x, np.float64)
+
+
+__all__ = ["Constraints", "RelationModel", "RelaxationState", "Check", "Problem",
+           "constraints", "init", "update", "check", "fit", "aggregate_pairs",
+           "project_rows_simplex", "spectral_norm_sq", "primal_objective"]
+
