@@ -414,13 +414,22 @@ def plot(rows: list[dict], path: Path) -> None:
     have = [r for r in rows if r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded"))]
     if not have:
         return
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    labels = [f"{r['workload']}\n{r['threads']}t {r['cache']}" for r in have]
-    ax.bar(range(len(have)), [r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded")) for r in have])
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_yscale("log")  # small jobs sit two decades above the large Grams
-    ax.set_xticks(range(len(have)), labels, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("CPU seconds, jkern / SVM-Light-TK (log)")
+    # One horizontal bar per run, top to bottom in the table's order; side-by-side runs dark,
+    # ratios to the issue's recorded figures (another load, another day) light.
+    fig, ax = plt.subplots(figsize=(7, 0.28 * len(have) + 1.2))
+    pos = list(range(len(have)))[::-1]
+    local = ["tk_cpu_s" in r for r in have]
+    ax.barh(pos, [r.get("cpu_ratio", r.get("cpu_ratio_vs_recorded")) for r in have],
+            color=["tab:blue" if x else "lightsteelblue" for x in local])
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")  # small jobs sit two decades above the large Grams
+    ax.set_yticks(pos, [f"{r['workload']}  {r['threads']}t {r['cache']}" for r in have],
+                  fontsize=7)
+    ax.set_xlabel("whole-process CPU seconds, jkern / SVM-Light-TK (log; <1: jkern cheaper)")
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color="tab:blue"),
+                       plt.Rectangle((0, 0), 1, 1, color="lightsteelblue")],
+              labels=["side by side, this run", "vs issue 19's recorded figure"],
+              fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
