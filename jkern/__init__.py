@@ -13,7 +13,6 @@ from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._io import load as load
 from ._io import save as save
 from ._nystrom import Nystrom as Nystrom
-from ._sparse import SparseRows as SparseRows
 from ._nystrom import NystromEnsemble as NystromEnsemble
 from ._nystrom import approximation_error as approximation_error
 from ._nystrom import fit_nystrom as fit_nystrom
@@ -26,6 +25,7 @@ from ._pipeline import NystromModel as NystromModel
 from ._programs import program_stats as program_stats
 from ._solution import RESULTS as RESULTS
 from ._solution import Solution as Solution
+from ._sparse import SparseRows as SparseRows
 from ._train_trees import train_cutting_plane as train_cutting_plane
 from ._train_trees import train_kda as train_kda
 from ._train_trees import train_kernel_svm as train_kernel_svm

@@ -237,8 +237,8 @@ def update(state: RelaxationState, prob: Problem) -> RelaxationState:
     # Adaptive restart (O'Donoghue & Candes): momentum that points against the gradient step
     # is dropped, in the metric M the steps are taken in.
     metric = DualPoint(cons.pair_size[:, None], jnp.ones((), y.dtype), jnp.asarray(c, y.dtype))
-    inner = sum(jnp.sum(m * (a - b) * (b - d)) for m, a, b, d in zip(metric, w, new, x))
-    restart = inner > 0
+    inner = jnp.stack([jnp.sum(m * (a - b) * (b - d)) for m, a, b, d in zip(metric, w, new, x)])
+    restart = jnp.sum(inner) > 0
     return RelaxationState(new, x, jnp.where(restart, 1.0, t_next).astype(t.dtype),
                            state.n_iter + 1, state.restarts + restart.astype(jnp.int32))
 
