@@ -248,7 +248,7 @@ def project_rows_simplex(y: Float[Array, "n c"]) -> Float[Array, "n c"]:
     c = y.shape[-1]
     srt = -jnp.sort(-y, axis=-1)
     css = jnp.cumsum(srt, axis=-1) - 1.0
-    k = jnp.arange(1, c + 1, dtype=y.dtype)
+    k = jnp.arange(1, c + 1, dtype=y.dtype)[None, :]
     cond = srt - css / k > 0
     rho = jnp.sum(cond, axis=-1, keepdims=True)
     theta = jnp.take_along_axis(css, rho - 1, axis=-1) / rho.astype(y.dtype)
