@@ -5,6 +5,7 @@ blocks of both, e.g. with a Nystrom embedding of tree kernels); the `RelationMod
 scores mentions and aggregates them per entity pair. See docs/distant_supervision.md.
 """
 
+from ._evaluate import held_out as held_out
 from ._relaxation import Check as Check
 from ._relaxation import Constraints as Constraints
 from ._relaxation import Problem as Problem
