@@ -1,5 +1,9 @@
 """Loaders for real tree data sets: paths in, trees and labels out."""
 
+from ._dswordnet import DsMentions as DsMentions
+from ._dswordnet import DsSplit as DsSplit
+from ._dswordnet import DsWordnetData as DsWordnetData
+from ._dswordnet import load_ds_wordnet as load_ds_wordnet
 from ._pyast import DEFAULT_PACKAGES as DEFAULT_PACKAGES
 from ._pyast import StdlibData as StdlibData
 from ._pyast import ast_to_tree as ast_to_tree

@@ -6,6 +6,13 @@ scores mentions and aggregates them per entity pair. See docs/distant_supervisio
 """
 
 from ._evaluate import held_out as held_out
+from ._features import FeatureVocabulary as FeatureVocabulary
+from ._features import lexical_features as lexical_features
+from ._features import mention_features as mention_features
+from ._features import normalize_word as normalize_word
+from ._paths import dependency_paths as dependency_paths
+from ._paths import parse_sentences as parse_sentences
+from ._paths import path_tree as path_tree
 from ._relaxation import Check as Check
 from ._relaxation import Constraints as Constraints
 from ._relaxation import Problem as Problem
@@ -20,3 +27,9 @@ from ._relaxation import primal_objective as primal_objective
 from ._relaxation import project_rows_simplex as project_rows_simplex
 from ._relaxation import spectral_norm_sq as spectral_norm_sq
 from ._relaxation import update as update
+from ._transforms import ProductIndex as ProductIndex
+from ._transforms import normalize_rows as normalize_rows
+from ._transforms import polynomial_expansion as polynomial_expansion
+from ._transforms import prune_features as prune_features
+from ._transforms import randomized_svd_projection as randomized_svd_projection
+from ._transforms import remap_columns as remap_columns
