@@ -3,7 +3,9 @@
 With landmarks L (a sample of the training inputs), W = K(L, L) = U S Uᵀ and
 H = U S^-1/2 (components with s_i / s_0 below `rcond` dropped), an input x is embedded as
 x̃ = K(x, L) H, so that x̃ · ỹ ≈ K(x, y) (exact when x or y is a landmark and W has full
-rank). K(x, L) goes through the forest path of the tree kernels, in row blocks.
+rank). K(x, L) goes through the forest path of the tree kernels, in row blocks: the landmarks
+are prepared once (their forest, its plan, the block's column side, their self-kernels) and
+every embedding extends them with its inputs' trees (`PreparedTrees.extend`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .kernels._base import AbstractKernel
+from ._validate import is_traced
+from .kernels._base import AbstractKernel, Normalized, Scaled, resolve_dtype
+from .kernels._prepared import remembered
+from .kernels._tree_kernels import AbstractTreeKernel
 
 
 def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None = None
@@ -98,8 +103,14 @@ class Nystrom(eqx.Module):
     def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
               ) -> Float[Array, "n rank"]:
         """Embeddings of the inputs `x` (`gram_options`: progress, block_size, threads)."""
-        c = self.kernel.gram(x, list(self.landmarks), dtype=dtype, **gram_options)
-        return self.embed_columns(c)
+        return self.embed_columns(self.columns(x, dtype=dtype, **gram_options))
+
+    def columns(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
+                ) -> Float[Array, "n landmarks"]:
+        """K(x, landmarks); for a tree kernel, on the landmarks' prepared forest extended by
+        x's trees (see `landmark_columns`)."""
+        return self.kernel.gram(x, landmark_columns(self.kernel, self.landmarks, dtype),
+                                dtype=dtype, **gram_options)
 
     def embed_columns(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n rank"]:
         """Embeddings from precomputed kernel values `c[i, j] = K(x_i, landmark_j)`."""
@@ -130,10 +141,16 @@ class NystromEnsemble(eqx.Module):
 
     def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
               ) -> Float[Array, "n rank"]:
-        # one Gram block against all landmarks at once: one forest, one pass
-        union = [t for m in self.members for t in m.landmarks]
-        c = self.members[0].kernel.gram(x, union, dtype=dtype, **gram_options)
-        return self.embed_columns(c)
+        return self.embed_columns(self.columns(x, dtype=dtype, **gram_options))
+
+    def columns(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
+                ) -> Float[Array, "n all_landmarks"]:
+        """K(x, landmarks) over all members' landmarks: one Gram block against all of them
+        at once (one forest, one pass; prepared once, as `Nystrom.columns`)."""
+        union = tuple(t for m in self.members for t in m.landmarks)
+        kernel = self.members[0].kernel
+        return kernel.gram(x, landmark_columns(kernel, union, dtype), dtype=dtype,
+                           **gram_options)
 
     def embed_columns(self, c: Float[Array, "n all_landmarks"]) -> Float[Array, "n rank"]:
         parts, start = [], 0
@@ -141,6 +158,28 @@ class NystromEnsemble(eqx.Module):
             parts.append(m.embed_columns(c[:, start: start + m.n_landmarks]))
             start += m.n_landmarks
         return jnp.concatenate(parts, axis=1) / np.sqrt(len(self.members))
+
+
+def landmark_columns(kernel: AbstractKernel, landmarks: Sequence[Any], dtype: Any = None
+                     ) -> Sequence[Any]:
+    """The landmarks as the columns of `kernel.gram(x, ...)`.
+
+    For a tree kernel (or a `Normalized` or `Scaled` one) with concrete parameters: all the
+    trees of the landmarks' collection prepared for it in `dtype`, remembered by the
+    landmarks' identities (`kernels._prepared.remembered`), so each `gram(x, columns)`
+    extends that forest with x's trees instead of building the whole block's: the landmarks'
+    forest, plan, column side and (normalized) self-kernels are computed once per
+    projector. Otherwise (vector kernels, sums, traced parameters) the landmarks themselves.
+    Nothing is stored on the projector: it stays a plain Module (jit, `eqx.tree_equal`,
+    `jkern.save`).
+    """
+    tree_kernel = kernel
+    while isinstance(tree_kernel, (Normalized, Scaled)):
+        tree_kernel = tree_kernel.kernel
+    if not isinstance(tree_kernel, AbstractTreeKernel) or any(
+            is_traced(leaf) for leaf in jax.tree_util.tree_leaves(tree_kernel)):
+        return list(landmarks)
+    return remembered(tree_kernel, landmarks, resolve_dtype(dtype))[:]
 
 
 def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key: Array,

@@ -73,8 +73,7 @@ class NystromModel(eqx.Module):
 
     def columns(self, x: Sequence[Any], **gram_options: Any) -> Float[Array, "n landmarks"]:
         """K(x, landmarks), over all members' landmarks for an ensemble."""
-        landmarks = [t for m in self.members for t in m.landmarks]
-        return self.members[0].kernel.gram(x, landmarks, **gram_options)
+        return self.projector.columns(x, **gram_options)
 
     def decision_function(self, x: Sequence[Any], **gram_options: Any
                           ) -> Float[Array, " n *classes"]:

@@ -65,7 +65,7 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
         raise InputError(f"dropout {dropout}: use a rate in [0, 1)")
     if not 0 < dev_fraction < 1:
         raise InputError(f"dev_fraction {dev_fraction}: use a fraction in (0, 1)")
-    c = np.asarray(projector.kernel.gram(trees, list(projector.landmarks), **gram_options))
+    c = np.asarray(projector.columns(trees, **gram_options))
     fit_idx, dev_idx = stratified_split(lab, dev_fraction, seed=split_seed)
     if len(dev_idx) == 0:
         raise InputError(f"dev_fraction {dev_fraction} of {len(trees)} trees leaves no "

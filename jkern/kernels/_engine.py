@@ -176,6 +176,7 @@ class Counts:
     constant_entries: int = 0  # residual mode: same-group pairs skipped (Delta = mu lam^2)
     node_pairs: int = 0  # matched node pairs these stand for (sum over tree pairs)
     blocks: int = 0
+    column_sides: int = 0  # column sides planned (`GramEngine._columns`; not the shared ones)
 
     @property
     def delta_evals(self) -> int:
@@ -233,6 +234,7 @@ class GramEngine:
         self._lock = threading.Lock()  # blocks run on several threads (compute_gram)
         self._dev_on: dict = {}  # per-device copies of `dev` (compute_gram's `devices`)
         self._col_cache: list[tuple[tuple, _Columns]] = []  # the last two column sides
+        self._columns_from: GramEngine | None = None  # `share_columns`
 
     def _count(self, **added: int) -> None:
         with self._lock:
@@ -304,10 +306,62 @@ class GramEngine:
                                             col_trees)), None)
         if base is not None:  # derived, not cached: it would push the base out
             return self._suffix_columns(base, len(base.trees) - len(col_trees))
-        cols = self._make_columns(col_trees)
+        cols = self._shared_columns(col_trees)
+        if cols is None:
+            cols = self._make_columns(col_trees)
+            self._count(column_sides=1)
         with self._lock:
             self._col_cache = [(ident, cols)] + self._col_cache[:1]
         return cols
+
+    def share_columns(self, base: GramEngine) -> None:
+        """Blocks whose columns are all trees of `base`'s forest take their column side from
+        `base` (planned there once and kept in its cache, then renumbered for this plan)
+        instead of planning it here. This engine's forest must extend `base`'s
+        (`Forest.extend`: base's trees and nodes keep their ids). If this plan groups base's
+        nodes otherwise (SPTK, when new words join the words' group), nothing is shared."""
+        f, old = self.forest, base.forest
+        n = old.n_nodes
+        if not (f.n_trees >= old.n_trees and f.n_nodes >= n
+                and np.array_equal(f.tree_ptr[: old.n_trees + 1], old.tree_ptr)
+                and np.array_equal(f.count_node[: len(old.count_node)], old.count_node)
+                and np.array_equal(f.child_flat[: len(old.child_flat)], old.child_flat)
+                and np.array_equal(f.label[:n], old.label)):
+            raise ValueError("share_columns: this engine's forest does not extend base's")
+        if self.dtype != base.dtype:
+            raise ValueError(f"share_columns: base computes in {base.dtype}, this in {self.dtype}")
+        old_key, new_key = base.plan.key.astype(np.int64), self.plan.key[:n].astype(np.int64)
+        if not (np.array_equal(base._stored, self._stored[:n])
+                and np.array_equal(old_key < 0, new_key < 0)):
+            return
+        if not np.array_equal(old_key, new_key):
+            # keys renumbered: fine when old -> new is one-to-one and keeps their order
+            live = old_key >= 0
+            pairs = np.unique(np.stack([old_key[live], new_key[live]]), axis=1)
+            if not ((np.diff(pairs[0]) > 0).all() and (np.diff(pairs[1]) > 0).all()):
+                return
+        self._columns_from = base
+
+    def _shared_columns(self, col_trees: np.ndarray) -> _Columns | None:
+        """The column side of `col_trees` from the engine this one shares with
+        (`share_columns`), or None. Members, occurrences and their orders are base's (its
+        key order is kept); the group runs, the keys and the position table are this
+        plan's."""
+        base = self._columns_from
+        if base is None or not len(col_trees) or int(col_trees.min()) < 0 \
+                or int(col_trees.max()) >= base.forest.n_trees:
+            return None
+        cols = base._columns(col_trees)
+        key = self.plan.key
+        group_start = np.searchsorted(key[cols.members].astype(np.int64),
+                                      np.arange(self.plan.n_keys + 1))
+        pos = cols.pos
+        if len(pos) != self._n_pad:
+            pos = np.full(self._n_pad, -1, np.int32)
+            pos[: len(cols.pos)] = cols.pos
+        return dataclasses.replace(
+            cols, trees=col_trees, group_start=group_start, group_len=np.diff(group_start),
+            pos=pos, key_sorted=key[cols.node[cols.by_key]].astype(np.int64))
 
     def _suffix_columns(self, base: _Columns, k: int) -> _Columns:
         """`_make_columns(base.trees[k:])`, the same arrays, filtered out of `base`'s: every

@@ -3,7 +3,9 @@
 `AbstractTreeKernel.prepare(trees)` compacts the trees into one forest and plans it for the
 kernel once; Gram blocks between any of its trees are then computed without rebuilding either.
 `gram`, `diag`, the cutting-plane SVM's kernel blocks and its model's decision function all go
-through it.
+through it. `PreparedTrees.extend(new_trees)` adds trees to a collection without redoing it:
+blocks of the new trees against the old ones (a Nyström projector's landmarks) reuse the old
+forest, its planned column sides and its self-kernels.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..trees._forest import Forest
 from ..trees._tree import Tree
 from ._engine import Counts, GramEngine
+from ._recurrences import params_traced
 from ._schedule import compute_diag, compute_gram
 
 if TYPE_CHECKING:
@@ -35,16 +39,47 @@ class PreparedTrees:
         dtype: the computation dtype.
         expanded: optional flag per tree: an expanded tree shares no node with any tree
             (the tree-by-tree baselines of the cutting-plane SVM).
+        extends: a collection prepared for `kernel` in `dtype` whose trees `trees` begin
+            with (see `extend`).
+
+    Attributes:
+        base: the collection this one extends (`extends`), or None.
+        expanded: whether any tree is expanded (such a collection cannot be extended).
     """
 
     def __init__(self, kernel: AbstractTreeKernel, trees: Sequence[Tree], dtype: Any,
-                 expanded: Sequence[bool] | None = None) -> None:
+                 expanded: Sequence[bool] | None = None, *,
+                 extends: PreparedTrees | None = None) -> None:
         self.kernel = kernel
         self.trees = list(trees)
-        self.forest = _forest_of(self.trees, expanded)
+        self.expanded = expanded is not None and any(map(bool, expanded))
+        self.base = extends
+        if extends is None:
+            self.forest = _forest_of(self.trees, expanded)
+        else:
+            n = extends.n_trees
+            if extends.expanded or expanded is not None:
+                raise ValueError("collections with expanded trees cannot be extended")
+            if len(self.trees) < n or any(a is not b for a, b in zip(self.trees, extends.trees)):
+                raise ValueError("an extension's trees must begin with the extended "
+                                 "collection's trees")
+            self.forest = extends.forest.extend(self.trees[n:])
         self.engine = GramEngine(self.forest, kernel.match_plan(self.forest), dtype)
+        if extends is not None:
+            self.engine.share_columns(extends.engine)
         self.params = kernel.params()
         self.dtype = self.engine.dtype
+        self._self_kernels: np.ndarray | None = None  # `self_kernels`
+        self._lock = threading.Lock()
+
+    def extend(self, trees: Sequence[Tree]) -> PreparedTrees:
+        """This collection with `trees` added after its own (indices `n_trees` on), without
+        redoing it: the new trees are hash-consed into this forest (`Forest.extend`: its
+        nodes keep their ids), and blocks whose columns are trees of this collection take
+        their planned column side from this one's engine (planned once however many
+        extensions ask), their self-kernels from `self_kernels`. Not for a collection with
+        expanded trees."""
+        return PreparedTrees(self.kernel, self.trees + list(trees), self.dtype, extends=self)
 
     def __len__(self) -> int:
         return self.forest.n_trees
@@ -90,9 +125,33 @@ class PreparedTrees:
                             processes=processes, out=out)
 
     def diag(self, idx: np.ndarray, *, block_size: int = 512, threads: int = 2) -> jax.Array:
-        """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree)."""
-        return compute_diag(self.engine, self.params, idx, block_size=block_size,
-                            threads=threads)
+        """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree); in an
+        extension, the extended collection's trees take theirs from its `self_kernels`."""
+        idx = np.asarray(idx, np.int64)
+        base = self.base
+        old = np.zeros(len(idx), bool) if base is None else idx < base.n_trees
+        if not old.any() or params_traced(self.params):
+            return compute_diag(self.engine, self.params, idx, block_size=block_size,
+                                threads=threads)
+        assert base is not None
+        values = np.empty(len(idx), self.dtype)
+        values[old] = base.self_kernels(threads=threads)[idx[old]]
+        if not old.all():
+            values[~old] = np.asarray(compute_diag(self.engine, self.params, idx[~old],
+                                                   block_size=block_size, threads=threads))
+        return jnp.asarray(values)
+
+    def self_kernels(self, *, threads: int = 2) -> np.ndarray:
+        """K(t, t) of every tree of the collection, computed on first use and kept (the
+        parameters must be concrete: under jit/grad/vmap use `diag`)."""
+        if params_traced(self.params):
+            raise ValueError("self_kernels keeps concrete values; under a transformation "
+                             "use diag")
+        with self._lock:
+            if self._self_kernels is None:
+                self._self_kernels = np.asarray(self.diag(np.arange(self.n_trees),
+                                                          threads=threads))
+            return self._self_kernels
 
 
 def _forest_of(trees: list[Tree], expanded: Sequence[bool] | None) -> Forest:
@@ -117,6 +176,32 @@ def _forest_of(trees: list[Tree], expanded: Sequence[bool] | None) -> Forest:
 _FORESTS: list[tuple[tuple, list[Tree], Forest]] = []
 _FORESTS_KEPT = 2
 _FORESTS_LOCK = threading.Lock()
+
+
+def remembered(kernel: AbstractTreeKernel, items: Sequence[Any], dtype: Any) -> PreparedTrees:
+    """`kernel.prepare(items, dtype=dtype)`, remembered for the last few collections (by the
+    items' identities, an equal kernel and the dtype): a Nyström projector's landmarks are
+    prepared once for all its embeddings, which extend them (`PreparedTrees.extend`). Trees
+    and examples are immutable; the cache holds them, so their identities stay theirs. The
+    kernel's parameters must be concrete."""
+    key = (tuple(map(id, items)), jnp.dtype(dtype))
+    with _PREPARED_LOCK:
+        for i, (known, _items, prepared) in enumerate(_PREPARED):
+            if known == key and (prepared.kernel is kernel
+                                 or bool(eqx.tree_equal(prepared.kernel, kernel))):
+                _PREPARED.insert(0, _PREPARED.pop(i))
+                return prepared
+    prepared = kernel.prepare(items, dtype=dtype)
+    with _PREPARED_LOCK:
+        _PREPARED.insert(0, (key, list(items), prepared))
+        del _PREPARED[_PREPARED_KEPT:]
+    return prepared
+
+
+# The collections `remembered` keeps: (key, items, prepared), newest first.
+_PREPARED: list[tuple[tuple, list[Any], PreparedTrees]] = []
+_PREPARED_KEPT = 4
+_PREPARED_LOCK = threading.Lock()
 
 
 class TreeSubset(Sequence[Tree]):

@@ -141,11 +141,20 @@ class AbstractTreeKernel(AbstractKernel):
     def _prepared(self, x1, x2, dtype) -> tuple[PreparedTrees, np.ndarray, np.ndarray | None]:
         """(prepared collection, row indices, column indices or None): the collection both
         sides come from when they are subsets of one prepared for this kernel and dtype
-        (`PreparedTrees.__getitem__`), else a new one of their trees."""
+        (`PreparedTrees.__getitem__`); when one side only is, that collection extended by
+        the other side's trees (`PreparedTrees.extend`: the block reuses its forest and
+        planned column side); else a new one of their trees."""
         dtype = resolve_dtype(dtype)
         prepared = reusable(self, dtype, x1, x2)
         if prepared is not None:
             return prepared, x1.indices, None if x2 is None else x2.indices
+        for known, other in () if x2 is None else ((x2, x1), (x1, x2)):
+            base = reusable(self, dtype, known)
+            if base is None or base.expanded:
+                continue
+            ext = base.extend(as_trees(other, self.tree_index))
+            new = np.arange(base.n_trees, ext.n_trees)
+            return (ext, new, known.indices) if known is x2 else (ext, known.indices, new)
         trees1 = as_trees(x1, self.tree_index)
         trees2 = [] if x2 is None else as_trees(x2, self.tree_index)
         prepared = PreparedTrees(self, trees1 + trees2, dtype)

@@ -9,6 +9,7 @@ computed once per distinct pair of subtrees (see DESIGN.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Iterator, Sequence
 
@@ -171,6 +172,99 @@ class Forest:
             n_trees=n_trees,
             tree_ptr=tree_ptr,
         )
+
+    def extend(self, trees: Sequence[Tree]) -> Forest:
+        """This forest with `trees` added after its own: the forest `Forest.build` makes of
+        this forest's trees followed by `trees` (the same arrays), made by hash-consing only
+        the new trees into this one. Its first `n_nodes` nodes and `n_trees` trees are this
+        forest's, with the same ids (labels and productions too), so whatever was planned on
+        them holds in the extended forest. Not for a forest built with `expand` flags (its
+        expanded nodes must not be shared).
+
+        >>> a = Tree.from_nested(("NP", [("DT", ["the"]), ("NN", ["dog"])]))
+        >>> b = Tree.from_nested(("NP", [("DT", ["the"]), ("NN", ["cat"])]))
+        >>> f = Forest.build([a]).extend([b])
+        >>> f.n_nodes, f.n_trees, f.vocab    # the, (DT the) are this forest's nodes 0 and 1
+        (8, 2, ('dog', 'NN', 'the', 'DT', 'NP', 'cat'))
+        """
+        new = Forest.build(trees)
+        vocab, nodes, productions = self._lookup
+        # the new trees' labels in this forest's vocabulary, unseen ones appended in order
+        added = [x for x in new.vocab if x not in vocab]
+        ext_vocab = {**vocab, **{x: len(vocab) + i for i, x in enumerate(added)}}
+        lab = np.fromiter(map(ext_vocab.__getitem__, new.vocab), np.int64, len(new.vocab))
+        lab = lab[new.label].tolist()
+        # nodes in the new forest's order (children first): found here, or appended
+        n_old = self.n_nodes
+        start, arity, flat = new.child_start.tolist(), new.arity.tolist(), new.child_flat.tolist()
+        mapped: list[int] = []
+        fresh: list[int] = []
+        for u in range(new.n_nodes):
+            key = (lab[u], *(mapped[c] for c in flat[start[u]: start[u] + arity[u]]))
+            v = nodes.get(key)
+            if v is None:
+                v = n_old + len(fresh)
+                fresh.append(u)
+            mapped.append(v)
+        node_of = np.asarray(mapped, np.int64)
+        fresh_a = np.asarray(fresh, np.int64)
+        f_arity = new.arity[fresh_a]
+        label = np.concatenate([self.label, np.asarray(lab, np.int32)[fresh_a]])
+        arity = np.concatenate([self.arity, f_arity])
+        child_flat = np.concatenate([
+            self.child_flat,
+            node_of[new.child_flat[concat_ranges(new.child_start[fresh_a], f_arity)]]
+        ]).astype(np.int32)
+        child_start = np.concatenate([
+            self.child_start, len(self.child_flat) + np.cumsum(f_arity) - f_arity
+        ]).astype(np.int32)
+        # productions: this forest's ids, unseen ones numbered in order of first use
+        prod = self.production.tolist()
+        known = int(self.production.max(initial=-1)) + 1
+        ext_prod: dict[tuple[int, ...], int] = {}
+        lab_l, arity_l, start_l, flat_l = (a.tolist() for a in (label, arity, child_start,
+                                                                child_flat))
+        for v in range(n_old, n_old + len(fresh)):
+            kids = flat_l[start_l[v]: start_l[v] + arity_l[v]]
+            key = (lab_l[v], *(2 * lab_l[c] + (arity_l[c] == 0) for c in kids))
+            p = productions.get(key)
+            if p is None:
+                p = ext_prod.setdefault(key, known + len(ext_prod))
+            prod.append(p)
+        # the count matrix: the new trees' rows, by tree then (extended) forest node
+        count_tree = new.count_tree.astype(np.int64) + self.n_trees
+        count_node = node_of[new.count_node]
+        order = np.lexsort((count_node, count_tree))
+        return Forest(
+            vocab=tuple(ext_vocab),
+            label=label,
+            arity=arity,
+            child_start=child_start,
+            child_flat=child_flat,
+            height=np.concatenate([self.height, new.height[fresh_a]]),
+            production=np.asarray(prod, np.int32),
+            count_tree=np.concatenate([self.count_tree, count_tree[order].astype(np.int32)]),
+            count_node=np.concatenate([self.count_node, count_node[order].astype(np.int32)]),
+            count=np.concatenate([self.count, new.count[order]]),
+            n_trees=self.n_trees + new.n_trees,
+            tree_ptr=np.concatenate([self.tree_ptr, self.tree_ptr[-1] + new.tree_ptr[1:]]),
+        )
+
+    @functools.cached_property
+    def _lookup(self) -> tuple[dict[str, int], dict[tuple[int, ...], int],
+                               dict[tuple[int, ...], int]]:
+        """(label ids, node ids, production ids) by content, for `extend`: a node is its label
+        and its children's ids, a production its label and its children's 2 * label + leaf.
+        Built once per forest (a second thread may build it again: the same dicts)."""
+        lab, arity = self.label.tolist(), self.arity.tolist()
+        start, flat = self.child_start.tolist(), self.child_flat.tolist()
+        nodes: dict[tuple[int, ...], int] = {}
+        productions: dict[tuple[int, ...], int] = {}
+        for u, p in enumerate(self.production.tolist()):
+            kids = flat[start[u]: start[u] + arity[u]]
+            nodes[(lab[u], *kids)] = u
+            productions.setdefault((lab[u], *(2 * lab[c] + (arity[c] == 0) for c in kids)), p)
+        return {x: i for i, x in enumerate(self.vocab)}, nodes, productions
 
 
 def concat_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
