@@ -6,6 +6,8 @@ scores mentions and aggregates them per entity pair. See docs/distant_supervisio
 """
 
 from ._evaluate import held_out as held_out
+from ._extractor import RelationExtractor as RelationExtractor
+from ._extractor import train_extractor as train_extractor
 from ._features import FeatureVocabulary as FeatureVocabulary
 from ._features import lexical_features as lexical_features
 from ._features import mention_features as mention_features
