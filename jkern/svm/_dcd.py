@@ -19,6 +19,13 @@ indices (from `fold_in(key, epoch)`) restricted, order-preserving, to the active
 the stopping rule (max PG − min PG ≤ tol, re-checked over all variables after un-shrinking) and
 the `|PG| > 1e-12` update guard follow LIBLINEAR line by line.
 
+X is a dense `[n, d]` array or a `jkern.SparseRows`; the solver reads it only through the row
+access of `_rows.py` (the dot products w·x_i and the update w += δ x_i: a row of the dense
+matrix, or a gather-sum and a scatter-add over the k stored entries of a sparse row), so both
+layouts run this one algorithm, with the same visit orders, and reach the same iterates up to
+floating-point summation order. The bias feature is never materialised: its weight w_bias is a
+separate scalar in both.
+
 Many models (a grid of C values, the classes of a one-vs-rest problem) are trained by
 `jax.vmap`, which this module intercepts with `jax.custom_batching.custom_vmap`: models that
 share X and the key share the visit order π, so each step reads the row x_i once and updates
@@ -42,17 +49,17 @@ from jaxtyping import Array, Float, Int
 
 from .._labels import labels_at, sign_labels
 from .._solution import Solution, result_code
+from .._sparse import SparseRows
 from .._validate import (
     class_weights,
     concrete,
-    finite,
-    float_dtype,
     plus_minus_labels,
     positive,
     positive_int,
 )
 from ..errors import InputError
 from ._ovr import one_vs_rest
+from ._rows import AbstractRows, as_rows, scores
 
 Loss = Literal["squared_hinge", "hinge"]
 _LOSSES = ("squared_hinge", "hinge")
@@ -75,21 +82,18 @@ class LinearSVM(eqx.Module):
     b: Float[Array, "*batch"]
     classes: tuple | None = eqx.field(static=True, default=None)
 
-    def decision_function(self, X: Float[Array, "m d"]) -> Float[Array, " m *classes"]:
-        """`X @ w + b`: `[m]` for a binary model, `[m, k]` for one-vs-rest."""
-        X = jnp.asarray(X, self.w.dtype)
-        d = self.w.shape[-1]
-        if X.ndim != 2 or X.shape[1] != d:
-            raise InputError(f"X has shape {tuple(X.shape)}; the model has {d} features: pass "
-                             f"[m, {d}]")
+    def decision_function(self, X: Float[Array, "m d"] | SparseRows
+                          ) -> Float[Array, " m *classes"]:
+        """`X @ w + b`: `[m]` for a binary model, `[m, k]` for one-vs-rest. X is `[m, d]` or a
+        `jkern.SparseRows` of d features."""
         b = self.b if self.b.ndim == 0 else jnp.expand_dims(self.b, -2)
-        return X @ jnp.swapaxes(self.w, -1, -2) + b if self.w.ndim > 1 else X @ self.w + b
+        return scores(X, self.w) + b
 
-    def predict_index(self, X: Float[Array, "m d"]) -> Int[Array, " m"]:
+    def predict_index(self, X: Float[Array, "m d"] | SparseRows) -> Int[Array, " m"]:
         """One-vs-rest: index into `classes` of the highest score (ties: the lowest index)."""
         return jnp.argmax(self.decision_function(X), axis=-1)
 
-    def predict(self, X: Float[Array, "m d"]) -> Any:
+    def predict(self, X: Float[Array, "m d"] | SparseRows) -> Any:
         """Binary: +1 where the score is >= 0, else -1. One-vs-rest: the label of the highest
         score (ties: the lowest class), a jax array for numeric labels, a numpy array
         otherwise (then not usable under jit)."""
@@ -147,26 +151,27 @@ def _widths(M: int) -> list[int]:
     return out
 
 
-def _sweep(X, idx, n_steps, W, wb, a_p, y_p, live_p, q_p, D_p, U_p, bias, pgmax_old, pgmin_old,
-           *, l1: bool, shrinking: bool):
+def _sweep(rows: AbstractRows, idx, n_steps, W, wb, a_p, y_p, live_p, q_p, D_p, U_p, bias,
+           pgmax_old, pgmin_old, *, l1: bool, shrinking: bool):
     """One epoch's coordinate steps for m models: visit idx[0:n_steps] in order.
 
-    Per step: one row x_i, m dot products, m axpys. Returns W, wb and a `[n, 2m]` buffer
-    holding, per visited position, the new α and PG (NaN where the variable was shrunk).
+    Per step: one row x_i, m dot products, m axpys (dense or sparse: `rows`). Returns W, wb
+    and a `[n, 2m]` buffer holding, per visited position, the new α and PG (NaN where the
+    variable was shrunk).
     """
-    n, d = X.shape
+    n = rows.shape[0]
     m = W.shape[0]
 
     def step(s, c):
         W, wb, out = c
         i = jax.lax.dynamic_index_in_dim(idx, s, keepdims=False)
-        x = jax.lax.dynamic_index_in_dim(X, i, keepdims=False)
+        x = rows.row(i)
         a = jax.lax.dynamic_index_in_dim(a_p, s, keepdims=False)
         yv = jax.lax.dynamic_index_in_dim(y_p, s, keepdims=False)
         lv = jax.lax.dynamic_index_in_dim(live_p, s, keepdims=False)
         q = jax.lax.dynamic_index_in_dim(q_p, s, keepdims=False)
         Dm = jax.lax.dynamic_index_in_dim(D_p, s, keepdims=False)
-        G = yv * (W @ x + bias * wb) - 1 + Dm * a
+        G = yv * (rows.dot(W, x) + bias * wb) - 1 + Dm * a
         at0 = a == 0
         if l1:
             Um = jax.lax.dynamic_index_in_dim(U_p, s, keepdims=False)
@@ -182,7 +187,7 @@ def _sweep(X, idx, n_steps, W, wb, a_p, y_p, live_p, q_p, D_p, U_p, bias, pgmax_
         move = lv & ~shr & (jnp.abs(PG) > _PG_EPS)
         an = jnp.where(move, an, a)
         delta = (an - a) * yv
-        W = W + delta[:, None] * x[None, :]
+        W = rows.axpy(W, delta, x)
         wb = wb + delta * bias
         row = jnp.concatenate([an, jnp.where(shr, jnp.nan, PG)])
         out = jax.lax.dynamic_update_index_in_dim(out, row, s, 0)
@@ -192,15 +197,17 @@ def _sweep(X, idx, n_steps, W, wb, a_p, y_p, live_p, q_p, D_p, U_p, bias, pgmax_
     return jax.lax.fori_loop(0, n_steps, step, (W, wb, out0))
 
 
-def _solve(X, Y, Cp, Cn, bias, tol, key, *, loss: str, shrinking: bool, max_iter: int):
-    """Train M models at once. X `[n, d]`, Y `[M, n]` (±1), Cp/Cn/bias/tol `[M]`.
+def _solve(rows: AbstractRows, Y, Cp, Cn, bias, tol, key, *, loss: str, shrinking: bool,
+           max_iter: int):
+    """Train M models at once. `rows` an `[n, d]` matrix (dense or sparse), Y `[M, n]` (±1),
+    Cp/Cn/bias/tol `[M]`.
 
     Returns (W `[M, d]`, w_bias `[M]`, alpha `[M, n]`, n_iter `[M]`, converged `[M]`,
     dual `[M]`).
     """
-    n, d = X.shape
+    n, d = rows.shape
     M = Y.shape[0]
-    dt = X.dtype
+    dt = rows.dtype
     inf = jnp.asarray(jnp.inf, dt)
     if loss == "squared_hinge":
         Dpos, Dneg = 0.5 / Cp, 0.5 / Cn
@@ -212,7 +219,7 @@ def _solve(X, Y, Cp, Cn, bias, tol, key, *, loss: str, shrinking: bool, max_iter
     Yt = Y.T  # [n, M]: one row per training point
     D = jnp.where(Yt > 0, Dpos[None, :], Dneg[None, :])  # D_ii per model
     U = jnp.where(Yt > 0, Upos[None, :], Uneg[None, :])  # upper bounds per model
-    Q = jnp.einsum("ij,ij->i", X, X)[:, None] + (bias * bias)[None, :] + D  # Q̄_ii, once
+    Q = rows.sq_norms()[:, None] + (bias * bias)[None, :] + D  # Q̄_ii, once
     widths = _widths(M)
 
     def epoch(state):
@@ -228,7 +235,7 @@ def _solve(X, Y, Cp, Cn, bias, tol, key, *, loss: str, shrinking: bool, max_iter
         # alpha array makes XLA copy it every step; new values go to a write-only buffer.)
         a_p = alpha[idx]
         live_p = live[idx]
-        rows = (Yt[idx], Q[idx], D[idx], U[idx])
+        per_pt = (Yt[idx], Q[idx], D[idx], U[idx])
 
         def run(width):
             # Models still running first; sweep only the first `width` of them (models that
@@ -239,8 +246,8 @@ def _solve(X, Y, Cp, Cn, bias, tol, key, *, loss: str, shrinking: bool, max_iter
                 else:
                     sel = jnp.argsort(done, stable=True)[:width]
                 W_s, wb_s, out = _sweep(
-                    X, idx, n_steps, W[sel], wb[sel], a_p[:, sel], rows[0][:, sel],
-                    live_p[:, sel], rows[1][:, sel], rows[2][:, sel], rows[3][:, sel],
+                    rows, idx, n_steps, W[sel], wb[sel], a_p[:, sel], per_pt[0][:, sel],
+                    live_p[:, sel], per_pt[1][:, sel], per_pt[2][:, sel], per_pt[3][:, sel],
                     bias[sel], pgmax_old[sel], pgmin_old[sel], l1=l1, shrinking=shrinking,
                 )
                 if width == M:
@@ -310,22 +317,31 @@ def _solver(loss: str, shrinking: bool, max_iter: int):
     """The solver for one static configuration, with its vmap rule."""
 
     @custom_vmap
-    def solve(X, Y, Cp, Cn, bias, tol, key):
-        return _solve(X, Y, Cp, Cn, bias, tol, key, loss=loss, shrinking=shrinking,
+    def solve(rows, Y, Cp, Cn, bias, tol, key):
+        return _solve(rows, Y, Cp, Cn, bias, tol, key, loss=loss, shrinking=shrinking,
                       max_iter=max_iter)
 
     @solve.def_vmap
-    def rule(axis_size, in_batched, X, Y, Cp, Cn, bias, tol, key):
-        args = (X, Y, Cp, Cn, bias, tol, key)
-        if in_batched[0] or in_batched[6]:
+    def rule(axis_size, in_batched, rows, Y, Cp, Cn, bias, tol, key):
+        args = (rows, Y, Cp, Cn, bias, tol, key)
+        # `in_batched` mirrors the arguments: one flag per leaf (a sparse X has two).
+        batched = [any(jax.tree.leaves(b)) for b in in_batched]
+        if batched[0] or batched[6]:
             # Different data or different keys: no shared visit order. Train the members one
-            # after the other inside the same program.
-            def one(batched):
-                it = iter(batched)
-                full = [next(it) if b else a for a, b in zip(args, in_batched)]
-                return solve(*full)
+            # after the other inside the same program (leaves of a batched argument that are
+            # shared, e.g. a sparse X's indices, are broadcast).
+            def full_batch(a, flags):
+                return jax.tree.map(
+                    lambda leaf, b: leaf if b else jnp.broadcast_to(
+                        leaf, (axis_size, *jnp.shape(leaf))), a, flags)
 
-            out = jax.lax.map(one, [a for a, b in zip(args, in_batched) if b])
+            mapped = [full_batch(a, f) for a, f, b in zip(args, in_batched, batched) if b]
+
+            def one(members):
+                it = iter(members)
+                return solve(*[next(it) if b else a for a, b in zip(args, batched)])
+
+            out = jax.lax.map(one, mapped)
             return out, (True,) * 6
         M = Y.shape[-2]
 
@@ -335,7 +351,7 @@ def _solver(loss: str, shrinking: bool, max_iter: int):
             return a.reshape((axis_size * M, *a.shape[2:]))
 
         Y2, Cp2, Cn2, bias2, tol2 = (widen(a, b) for a, b in zip(args[1:6], in_batched[1:6]))
-        out = solve(X, Y2, Cp2, Cn2, bias2, tol2, key)
+        out = solve(rows, Y2, Cp2, Cn2, bias2, tol2, key)
         out = tuple(o.reshape((axis_size, M, *o.shape[1:])) for o in out)
         return out, (True,) * 6
 
@@ -346,25 +362,13 @@ def _solver(loss: str, shrinking: bool, max_iter: int):
 # Public API
 
 
-def _check_X(X, dtype):
-    X = jnp.asarray(X)
-    if X.ndim != 2:
-        raise InputError(f"X must be 2-D [n, d], got shape {X.shape}")
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise InputError(f"X must have at least one row and one column, got shape {X.shape}")
-    dt = float_dtype(dtype, X)
-    X = X.astype(dt)
-    finite("X", X)
-    return X, dt
-
-
 @functools.partial(jax.jit, static_argnames=("loss", "shrinking", "max_iter"))
-def _fit_binary(X, y, C, w_pos, w_neg, bias, tol, key, *, loss, shrinking, max_iter):
-    dt = X.dtype
+def _fit_binary(rows, y, C, w_pos, w_neg, bias, tol, key, *, loss, shrinking, max_iter):
+    dt = rows.dtype
     cw = jnp.stack([jnp.asarray(w_pos, dt), jnp.asarray(w_neg, dt)])
     cw = eqx.error_if(cw, jnp.any(~(cw > 0)), "class weights must be > 0")
     out = _solver(loss, shrinking, max_iter)(
-        X,
+        rows,
         y.astype(dt)[None, :],
         (C * cw[0])[None],
         (C * cw[1])[None],
@@ -378,7 +382,7 @@ def _fit_binary(X, y, C, w_pos, w_neg, bias, tol, key, *, loss, shrinking, max_i
 
 
 def dcd(
-    X: Float[Array, "n d"],
+    X: Float[Array, "n d"] | SparseRows,
     y: Float[Array, " n"],
     *,
     C: float | Array = 1.0,
@@ -398,7 +402,8 @@ def dcd(
     tol=tol, max_iter=max_iter, intercept_scaling=bias, class_weight=class_weight)`.
 
     Args:
-        X: `[n, d]` features.
+        X: `[n, d]` features: a dense array, or a `jkern.SparseRows` (each step then costs
+            O(nonzeros of the row), not O(d)).
         y: `[n]` labels in {-1, +1}.
         C: cost (> 0); may be a traced scalar, e.g. under `jax.vmap` over a grid.
         loss: `"squared_hinge"` (L2-loss: D_ii = 1/(2 C_i), no upper bound) or `"hinge"`
@@ -410,7 +415,8 @@ def dcd(
         class_weight: `{1: w_pos, -1: w_neg}` or "balanced": C_i = C * weight(y_i).
         shrinking: LIBLINEAR's shrinking (static); the solution is the same either way.
         key: PRNG key for the per-epoch visit orders.
-        dtype: computation dtype (default: X's floating dtype, else JAX's default float).
+        dtype: computation dtype (default: X's floating dtype (a SparseRows' values),
+            else JAX's default float).
         throw: raise `ConvergenceError` unless the stopping rule was met.
 
     Returns:
@@ -436,14 +442,14 @@ def dcd(
     if loss not in _LOSSES:
         raise InputError(f"loss must be one of {_LOSSES}, got {loss!r}")
     max_iter = positive_int("max_iter", max_iter)
-    X, dt = _check_X(X, dtype)
-    y = plus_minus_labels("y", y, X.shape[0], dt)
+    rows, dt = as_rows(X, dtype)
+    y = plus_minus_labels("y", y, rows.shape[0], dt)
     C = positive("C", C, dt)
     tol = positive("tol", tol, dt)
     bias = _check_bias(bias, dt)
     w_pos, w_neg = class_weights(class_weight, (1, -1), y)
     W, b, A, n_iter, code, dual = _fit_binary(
-        X, y, C, w_pos, w_neg, bias, tol, key,
+        rows, y, C, w_pos, w_neg, bias, tol, key,
         loss=loss, shrinking=bool(shrinking), max_iter=max_iter,
     )
     stats = {"alpha": A, "n_iter": n_iter, "dual_objective": dual}
@@ -460,7 +466,7 @@ def _check_bias(bias, dt):
 
 
 def dcd_grid(
-    X: Float[Array, "n d"], y: Float[Array, " n"], Cs: Float[Array, " g"], **kwargs
+    X: Float[Array, "n d"] | SparseRows, y: Float[Array, " n"], Cs: Float[Array, " g"], **kwargs
 ) -> Solution[LinearSVM]:
     """`dcd` for every C in `Cs`, vmapped: one compiled program, one pass over the rows per
     step for all models. Returns a `Solution` whose arrays have a leading `[g]` axis."""
@@ -474,7 +480,7 @@ def dcd_grid(
 
 
 def dcd_ovr(
-    X: Float[Array, "n d"],
+    X: Float[Array, "n d"] | SparseRows,
     labels: Any,
     *,
     classes: Sequence[Any] | None = None,
@@ -489,15 +495,16 @@ def dcd_ovr(
     Class k's model separates `labels == classes[k]` (+1) from the rest (-1); class k's
     weight scales the cost of its positive side only, C+ = C * weight_k, C- = C, as
     LIBLINEAR and LinearSVC do. Options as in `dcd`. `predict` gives labels (argmax of the
-    scores, ties to the lowest class); the stats are per class.
+    scores, ties to the lowest class); the stats are per class. X may be a `jkern.SparseRows`.
     """
-    X, _ = _check_X(X, dtype)
-    return one_vs_rest(dcd, X, labels, classes=classes, class_weight=class_weight, **options)
+    rows, _ = as_rows(X, dtype)
+    return one_vs_rest(dcd, rows.X, labels, classes=classes, class_weight=class_weight,
+                       n=rows.shape[0], **options)
 
 
 def primal_objective(
     model: LinearSVM,
-    X: Float[Array, "n d"],
+    X: Float[Array, "n d"] | SparseRows,
     y: Any,
     *,
     C: float | Array = 1.0,
@@ -513,17 +520,19 @@ def primal_objective(
     the positive side of each class problem, and the result is `[k]`, one objective per class
     problem (the same mappings the learners take). A
     LinearSVC fit can be scored the same way: `LinearSVM(w=coef_[0], b=intercept_[0], ...)`
-    with `bias=intercept_scaling`.
+    with `bias=intercept_scaling`. X is `[n, d]` or a `jkern.SparseRows`.
     """
     if loss not in _LOSSES:
         raise InputError(f"loss must be one of {_LOSSES}, got {loss!r}")
     w = jnp.asarray(model.w)
     dt = w.dtype
-    X = jnp.asarray(X, dt)
     b = jnp.asarray(model.b, dt)
     bias_v = jnp.asarray(0.0 if bias is None else bias, dt)
     wbias = jnp.where(bias_v > 0, b / jnp.where(bias_v > 0, bias_v, 1), 0)
-    f = X @ w.T + (b if b.ndim == 0 else b[None, :]) if w.ndim > 1 else X @ w + b
+    if w.ndim > 2:
+        raise InputError(f"primal_objective takes a binary or one-vs-rest model, got weights "
+                         f"of shape {w.shape} (index a vmapped grid first)")
+    f = scores(X, w) + (b if b.ndim == 0 else b[None, :])
     if model.classes is None:
         Y = jnp.asarray(y, dt)
         cw = jnp.asarray(class_weights(class_weight, (1, -1), y), dt)
