@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 
 import numpy as np
 import pytest
@@ -90,6 +91,40 @@ def test_small_files(tmp_path):
     assert ds.train.mentions.tokens[1] == ["cat", ":", "feline"]
     assert ds.test.relations.tolist() == [[False, False]] and ds.test.n_facts == 0
     assert load_ds_wordnet(tmp_path / "ds-wordnet").train.pairs == ds.train.pairs
+
+
+def test_subset_and_sample(tmp_path):
+    _write(tmp_path,
+           "0\ta\tb\ttrain\tNA\t1\n1\tc\td\ttrain\thypernym\t2\n"
+           "2\te\tf\ttrain\tpart_of\t1\n",
+           "0\ta\tb\ttrain\t0\t1\ta b\n1\tc\td\ttrain\t0\t1\tc d\n"
+           "2\te\tf\ttrain\t1\t0\tf e\n1\tc\td\ttrain\t1\t0\td c\n")
+    train = load_ds_wordnet(tmp_path).train
+    sub = train.subset([2, 1])  # kept in this order, renumbered; mentions in file order
+    assert sub.pairs == [("e", "f"), ("c", "d")] and sub.pair_ids.tolist() == [2, 1]
+    assert sub.relations.tolist() == [[False, True], [True, False]]
+    m = sub.mentions
+    assert m.tokens == [["c", "d"], ["f", "e"], ["d", "c"]]
+    assert m.mention_pair.tolist() == [1, 0, 1] and m.mention_pair.dtype == np.int32
+    assert m.e1_token.tolist() == [0, 1, 1] and sub.n_facts == 2
+    assert train.sample(5, seed=0) is train
+    two = train.sample(2, seed=3)
+    assert two.n_pairs == 2 and two.pairs == train.sample(2, seed=3).pairs
+    assert two.pairs == sorted(two.pairs, key=train.pairs.index)  # file order
+    with pytest.raises(InputError, match="distinct"):
+        train.subset([0, 0])
+    with pytest.raises(InputError, match=r"in \[0, 3\)"):
+        train.subset([3])
+    with pytest.raises(InputError, match="max_pairs"):
+        train.sample(0, seed=0)
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(InputError, match="is not a directory"):
+        load_ds_wordnet(tmp_path / "nope")
+    (tmp_path / "relations.txt").write_text("NA\n")  # the dataset folder itself, incomplete
+    with pytest.raises(InputError, match=re.escape(f"missing {tmp_path}/pairs.tsv")):
+        load_ds_wordnet(tmp_path)
 
 
 def test_pair_without_mentions_is_dropped(tmp_path):

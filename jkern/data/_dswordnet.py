@@ -14,7 +14,7 @@ import dataclasses
 import gzip
 import os
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -75,6 +75,52 @@ class DsSplit:
     def n_facts(self) -> int:
         """Positive (pair, relation) facts: what held-out evaluation ranks against."""
         return int(self.relations.sum())
+
+    def subset(self, pairs: Sequence[int] | np.ndarray) -> DsSplit:
+        """The split restricted to some of its pairs, with all their mentions.
+
+        Args:
+            pairs: indexes into `self.pairs` (distinct); the subset keeps them in this order
+                and renumbers them 0..len(pairs)-1 (`mentions.mention_pair` follows).
+
+        Returns:
+            A `DsSplit` of those pairs; their mentions stay in file order; `dropped_pairs`
+            is 0 (the subset only holds pairs with mentions).
+
+        Raises:
+            InputError: an index is out of range or repeated.
+        """
+        idx = np.asarray(pairs, np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n_pairs):
+            raise InputError(f"pair indexes must be in [0, {self.n_pairs}), got "
+                             f"{int(idx.min())}..{int(idx.max())}")
+        if np.unique(idx).size != idx.size:
+            raise InputError("pair indexes must be distinct")
+        new = np.full(self.n_pairs, -1, np.int64)
+        new[idx] = np.arange(idx.size)
+        m = self.mentions
+        which = np.flatnonzero(new[m.mention_pair] >= 0)
+        mentions = DsMentions([m.tokens[i] for i in which.tolist()], m.e1_token[which],
+                              m.e2_token[which], new[m.mention_pair[which]].astype(np.int32))
+        return DsSplit([self.pairs[i] for i in idx.tolist()], self.pair_ids[idx],
+                       self.relations[idx], mentions, 0)
+
+    def sample(self, max_pairs: int, *, seed: int) -> DsSplit:
+        """A random subset of at most `max_pairs` pairs with all their mentions (`subset`).
+
+        The pairs are drawn without replacement by `np.random.default_rng(seed)` and kept in
+        file order; with `max_pairs >= n_pairs` the split itself is returned.
+
+        Raises:
+            InputError: `max_pairs` is not a positive integer.
+        """
+        if isinstance(max_pairs, bool) or not isinstance(max_pairs, (int, np.integer)) \
+                or max_pairs < 1:
+            raise InputError(f"max_pairs must be a positive int, got {max_pairs!r}")
+        if max_pairs >= self.n_pairs:
+            return self
+        rng = np.random.default_rng(seed)
+        return self.subset(np.sort(rng.choice(self.n_pairs, max_pairs, replace=False)))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -143,12 +189,17 @@ def _find_root(path: pathlib.Path) -> pathlib.Path:
     for root in (path / "ds-wordnet", path):
         if all((root / f).is_file() for f in DS_WORDNET_FILES):
             return root
-    missing = [str(path / "ds-wordnet" / f) for f in DS_WORDNET_FILES
-               if not (path / "ds-wordnet" / f).is_file()]
-    raise InputError(
-        f"ds-wordnet data not found: missing {', '.join(missing)}. Point data_dir (or "
-        "--data-dir) at the shared data folder that holds ds-wordnet/ (default ../shared/data)."
-    )
+    hint = ("Give the folder that holds ds-wordnet/ (the shared data folder, ../shared/data "
+            "by default) or the ds-wordnet folder itself.")
+    if not path.is_dir():
+        raise InputError(f"ds-wordnet data not found: {path} is not a directory. {hint}")
+    # Name the files missing from the folder that looks meant: ds-wordnet/ when it exists,
+    # else `path` itself when it holds some of the files.
+    root = path / "ds-wordnet"
+    if not root.is_dir() and any((path / f).exists() for f in DS_WORDNET_FILES):
+        root = path
+    missing = [str(root / f) for f in DS_WORDNET_FILES if not (root / f).is_file()]
+    raise InputError(f"ds-wordnet data not found: missing {', '.join(missing)}. {hint}")
 
 
 def _read_relations(path: pathlib.Path) -> list[str]:
