@@ -91,6 +91,43 @@ def test_matches_cvxpy(case) -> None:
     assert float(st["dual"]) <= ref_value * (1 + 1e-9)
 
 
+@pytest.mark.parametrize(("case", "key"), [(CASES[0], None), (CASES[5], 0)],
+                         ids=["n60-dense-cyclic", "n90-sparse-shuffled"])
+def test_block_coordinate_ascent_matches_cvxpy(case, key) -> None:
+    seed, n, d, k, sparse, lam, mu = case
+    x, mp, rel = instance(seed, n, d, k, sparse=sparse)
+    ref_value, _ = cvxpy_reference(x, mp, rel, lam, mu)
+    features = jkern.SparseRows.from_dense(x) if sparse else x
+    sol = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=1e-8, method="bcd", max_iter=20_000,
+                 key=None if key is None else jax.random.PRNGKey(key), throw=True)
+    st = sol.stats
+    assert abs(float(st["primal"]) - ref_value) <= 1e-6 * abs(ref_value)
+    assert float(st["gap"]) <= 1e-8
+    y = np.asarray(st["Y"])
+    exact = ds.primal_objective(x, y, mp, rel, lam=lam, mu=mu)
+    assert abs(exact - ref_value) <= 1e-6 * abs(ref_value)
+    # the same classifier as FISTA's to the precision of the solves
+    fista = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=1e-10, max_iter=200_000)
+    np.testing.assert_allclose(sol.model.decision_function(features),
+                               fista.model.decision_function(features), atol=2e-3)
+
+
+def test_block_coordinate_ascent_on_blocks_and_vmap() -> None:
+    x, mp, rel = instance(14, 90, 20, 3, sparse=True)
+    blocks = (jkern.SparseRows.from_dense(x[:, :12]), x[:, 12:])
+    whole = ds.fit(x, mp, rel, lam=0.5, mu=2.0, tol=1e-9, method="bcd", max_iter=20_000)
+    split = ds.fit(blocks, mp, rel, lam=0.5, mu=2.0, tol=1e-9, method="bcd", max_iter=20_000)
+    np.testing.assert_allclose(split.stats["Y"], whole.stats["Y"], atol=1e-9)
+
+    def gap(lam, mu):
+        return ds.fit(x, mp, rel, lam=lam, mu=mu, tol=1e-6, method="bcd",
+                      max_iter=20_000).stats["primal"]
+
+    lams, mus = jnp.asarray([0.5, 2.0]), jnp.asarray([1.0, 4.0])
+    np.testing.assert_allclose(jax.vmap(gap)(lams, mus), [gap(0.5, 1.0), gap(2.0, 4.0)],
+                               rtol=1e-9)
+
+
 def test_dense_and_sparse_give_the_same_labelling() -> None:
     x, mp, rel = instance(7, 120, 25, 4, sparse=True)
     kw = dict(lam=0.7, mu=2.0, tol=1e-10, max_iter=100_000)
@@ -176,6 +213,14 @@ def test_aggregation() -> None:
 
 def test_bad_input_is_refused() -> None:
     x, mp, rel = instance(12, 30, 4, 2, sparse=False)
+    with pytest.raises(InputError, match="method"):
+        ds.fit(x, mp, rel, method="newton")
+    with pytest.raises(InputError, match="key"):
+        ds.fit(x, mp, rel, key=jax.random.PRNGKey(0))
+    with pytest.raises(InputError, match="refine"):
+        ds.fit(x, mp, rel, refine=-1)
+    with pytest.raises(InputError, match="concrete"):
+        jax.jit(lambda v: ds.fit(v, mp, rel, method="bcd").stats["gap"])(x)
     with pytest.raises(InputError, match="no mention"):
         ds.fit(x, mp, np.vstack([rel, rel[:1]]))
     with pytest.raises(InputError, match="mention_pair has"):

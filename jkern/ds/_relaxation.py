@@ -255,16 +255,28 @@ def project_rows_simplex(y: Float[Array, "n c"]) -> Float[Array, "n c"]:
     return jnp.maximum(y - theta, 0.0)
 
 
-def check(state: RelaxationState, prob: Problem) -> tuple[Check, Float[Array, "n c"], Any,
-                                                          Float[Array, "n c"]]:
+def check(state: RelaxationState, prob: Problem, refine: int = 0
+          ) -> tuple[Check, Float[Array, "n c"], Any, Float[Array, "n c"]]:
     """Primal and dual objectives at the current iterate, and the feasible Y-hat behind the
-    primal one. Returns (check, Y-hat, W, Z)."""
+    primal one. Returns (check, Y-hat, W, Z), W = X^T Z.
+
+    The primal side: for any W, (||Y - X W||^2 + lam ||W||^2) / (2 lam) bounds
+    1/2 tr(Y^T Q^-1 Y) from above (equality at the ridge W of Y), so the primal objective at a
+    feasible Y is at most that plus mu times Y's slack. With `refine = 0`, Y-hat is each row of
+    Q Z projected onto the simplex. With `refine > 0`, Y-hat instead (nearly) minimizes the
+    bound over Y for W = X^T Z, which separates by pair: refine steps of projected gradient on
+    the pairs' multipliers (`_best_labelling`). Far from convergence the projection of Q Z
+    breaks many pair constraints, each costing mu, and that slack, not the dual, dominates the
+    gap; the refined Y trades it against the squared loss.
+    """
     cons, d = prob.cons, state.x
     z = _z(cons, d)
     y, w = _qz(prob, z)
     dual = -0.5 * jnp.sum(z * y) + jnp.sum(d.lam * cons.bound) + jnp.sum(d.nu)
-    y_hat = project_rows_simplex(y)
-    resid = y_hat - (y - prob.lam * z)  # Y-hat - X W
+    xw = y - prob.lam * z
+    y_hat = (_best_labelling(prob, xw, d.lam, refine) if refine
+             else project_rows_simplex(y))
+    resid = y_hat - xw
     slack = jnp.maximum(cons.bound - cons.sign * _pair_sum(cons, y_hat), 0.0)
     primal = ((jnp.sum(resid * resid) + prob.lam * weights_sq_norm(w)) / (2 * prob.lam)
               + prob.mu * jnp.sum(slack))
@@ -272,6 +284,29 @@ def check(state: RelaxationState, prob: Problem) -> tuple[Check, Float[Array, "n
     violation = jnp.maximum(jnp.max(jnp.maximum(-y, 0.0), initial=0.0),
                             jnp.max(jnp.abs(y.sum(axis=1) - 1.0), initial=0.0))
     return Check(primal, dual, gap, violation), y_hat, w, z
+
+
+def _best_labelling(prob: Problem, xw: Float[Array, "n c"], lam0: Float[Array, "p c"],
+                    steps: int) -> Float[Array, "n c"]:
+    """Y (rows on the simplex) approximately minimizing ||Y - XW||^2 / (2 lam) + mu sum slack.
+
+    With a multiplier a_pk in [0, mu] per pair constraint, mu max(0, R - S s) = max_a a (R - S s),
+    and for fixed a the best row is y_i = proj_simplex(x_i W + lam S_p o a_p). The multipliers
+    ascend their concave dual by projected gradient (slope R - S o (E Y), step 1 / (lam n_p):
+    the slope's Lipschitz constant), from the dual iterate's Lambda. Any Y it returns is
+    feasible, so the bound stays valid however many steps run.
+    """
+    cons = prob.cons
+    step = 1.0 / (prob.lam * cons.pair_size[:, None])
+
+    def labelling(a):
+        return project_rows_simplex(xw + prob.lam * (cons.sign * a)[cons.mention_pair])
+
+    def body(_, a):
+        slope = cons.bound - cons.sign * _pair_sum(cons, labelling(a))
+        return jnp.clip(a + step * slope, 0.0, prob.mu)
+
+    return labelling(jax.lax.fori_loop(0, steps, body, lam0))
 
 
 def spectral_norm_sq(x: Features, *, max_iter: int = 500, rtol: float = 1e-7,
@@ -307,8 +342,8 @@ def _features_dtype(x: Features) -> Any:
     return x.dtype
 
 
-@functools.partial(jax.jit, static_argnames=("max_iter", "check_every"))
-def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int):
+@functools.partial(jax.jit, static_argnames=("max_iter", "check_every", "refine"))
+def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int, refine: int):
     prob = Problem(x, cons, lam, mu, sigma_sq * 1.01 + lam)
     n_checks = -(-max_iter // check_every)
     dt = cons.sign.dtype
@@ -321,7 +356,7 @@ def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int):
     def body(s):
         state, _, history, k = s
         state = jax.lax.fori_loop(0, check_every, lambda _, st: update(st, prob), state)
-        chk, *_ = check(state, prob)
+        chk, *_ = check(state, prob, refine)
         history = history.at[k].set(jnp.stack(list(chk)))
         return state, chk, history, k + 1
 
@@ -329,7 +364,19 @@ def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int):
     inf = jnp.asarray(jnp.inf, dt)
     state, chk, history, k = jax.lax.while_loop(
         cond, body, (state, Check(inf, -inf, inf, inf), history, jnp.zeros((), jnp.int32)))
-    chk, y_hat, w, z = check(state, prob)
+    chk, y_hat, w, z = check(state, prob, refine)
+    finite = jnp.isfinite(chk.gap) & jnp.isfinite(chk.primal)
+    return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter", "check_every", "refine"))
+def _solve_bcd(x, cons, lay, lam, mu, tol, key, *, max_iter: int, check_every: int,
+               refine: int):
+    from . import _bcd
+
+    prob = Problem(x, cons, lam, mu, jnp.zeros((), lam.dtype))  # no global step: no ||Q||
+    state, chk, y_hat, w, z, history = _bcd.solve(prob, lay, tol, key, max_iter=max_iter,
+                                                  check_every=check_every, refine=refine)
     finite = jnp.isfinite(chk.gap) & jnp.isfinite(chk.primal)
     return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
 
@@ -369,8 +416,11 @@ def fit(
     at_least: float = 1.0,
     classes: tuple | None = None,
     tol: float = 1e-4,
-    max_iter: int = 20_000,
-    check_every: int = 10,
+    method: str = "fista",
+    max_iter: int | None = None,
+    check_every: int | None = None,
+    refine: int | None = None,
+    key: Any = None,
     dtype: Any = None,
     throw: bool = False,
 ) -> Solution[RelationModel]:
@@ -386,22 +436,42 @@ def fit(
         at_least: R of a held relation (`constraints`).
         classes: names of the C = K + 1 classes, NA first (default 0..K).
         tol: stop when the relative duality gap (primal - dual) / primal <= tol.
-        max_iter: FISTA steps at most; `check_every`: steps between gap checks.
+        method: `"fista"` (default), accelerated projected gradient with step 1 / (3 ||Q||)
+            (the features may be traced), or `"bcd"`, exact block coordinate ascent on the
+            dual (`_bcd`: each block's own curvature sets its step, so it is not slowed down
+            by a large ||Q|| as FISTA is; slower than FISTA where ||Q|| / lam is small).
+        max_iter: sweeps over the pairs (bcd, default 2,000) or FISTA steps (default 20,000)
+            at most; `check_every`: sweeps (default 1) or steps (default 10) between checks.
+        refine: steps that tighten each check's primal bound by choosing the labelling
+            (`check`; default 30 for bcd, 0 for fista): the gap is certified either way.
+        key: bcd only: a PRNG key visits the pairs in a fresh random order each sweep (None:
+            in index order).
         dtype: the computation's float dtype (default the features').
         throw: raise `ConvergenceError` unless the gap reached `tol`.
 
     Returns:
         `Solution` with `model` a `RelationModel` (W = X^T Z) and `stats`: `Y` (the feasible
         labelling, rows on the simplex), `Z` (dual coefficients: scores of a new mention are
-        sum_i k(x, x_i) Z_i), `primal`, `dual`, `gap`, `violation`, `n_iter`, `restarts`,
+        sum_i k(x, x_i) Z_i), `primal`, `dual`, `gap`, `violation`, `n_iter` (sweeps or
+        steps), `restarts` (FISTA),
         `history` (`[checks, 4]`: primal, dual, gap, violation per check, NaN past the end),
-        `sigma_max_sq`.
+        `sigma_max_sq` (FISTA).
     """
+    if method not in ("bcd", "fista"):
+        raise InputError(f"method must be 'bcd' or 'fista', got {method!r}")
     x = _check_features(x)
     dt = float_dtype(_features_dtype(x) if dtype is None else dtype)
     x = _cast(x, dt)
-    max_iter = positive_int("max_iter", max_iter)
-    check_every = positive_int("check_every", check_every)
+    bcd = method == "bcd"
+    max_iter = positive_int("max_iter", (2_000 if bcd else 20_000) if max_iter is None
+                            else max_iter)
+    check_every = positive_int("check_every", (1 if bcd else 10) if check_every is None
+                               else check_every)
+    refine = (30 if bcd else 0) if refine is None else refine
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        raise InputError(f"refine must be an int >= 0, got {refine!r}")
+    if key is not None and not bcd:
+        raise InputError("key orders the pairs of method='bcd'; FISTA draws nothing")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
         raise InputError(f"tol must be a finite number > 0, got {tol!r}")
     cons = constraints(mention_pair, relations, at_least=at_least, dtype=dt)
@@ -418,13 +488,24 @@ def fit(
                          f"{cons.n_classes - 1} relations + NA = {cons.n_classes}")
     lam = positive("lam", lam, dt)
     mu = positive("mu", mu, dt)
-    sigma_sq = spectral_norm_sq(x, dtype=dt)
-    state, chk, y_hat, w, z, history, result = _solve(
-        x, cons, lam, mu, sigma_sq, jnp.asarray(tol, dt), max_iter=max_iter,
-        check_every=check_every)
+    if bcd:
+        from . import _bcd  # it builds on this module's dual point and check
+
+        _bcd.check_features(x)
+        lay = _bcd.layout(x, cons)
+        state, chk, y_hat, w, z, history, result = _solve_bcd(
+            x, cons, lay, lam, mu, jnp.asarray(tol, dt), key, max_iter=max_iter,
+            check_every=check_every, refine=refine)
+        extra = {}
+    else:
+        sigma_sq = spectral_norm_sq(x, dtype=dt)
+        state, chk, y_hat, w, z, history, result = _solve(
+            x, cons, lam, mu, sigma_sq, jnp.asarray(tol, dt), max_iter=max_iter,
+            check_every=check_every, refine=refine)
+        extra = {"restarts": state.restarts, "sigma_max_sq": sigma_sq}
     stats = {"Y": y_hat, "Z": z, "primal": chk.primal, "dual": chk.dual, "gap": chk.gap,
-             "violation": chk.violation, "n_iter": state.n_iter, "restarts": state.restarts,
-             "history": history, "sigma_max_sq": sigma_sq}
+             "violation": chk.violation, "n_iter": state.n_iter, "history": history,
+             **extra}
     sol = Solution(RelationModel(w, classes), result, stats)
     return sol.check(throw)
 
