@@ -49,7 +49,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     solver.add_argument("--tol", type=positive_float, default=None, metavar="T",
                         help="stop at this relative duality gap (default 1e-4)")
     solver.add_argument("--max-iter", type=positive_int, default=None, metavar="N",
-                        help="most solver steps (default 20000)")
+                        help="most solver steps (fista, default 20000) or sweeps (bcd, "
+                             "default 2000)")
+    solver.add_argument("--method", choices=("fista", "bcd"), default=None,
+                        help="fista: accelerated projected gradient (default); bcd: exact "
+                             "block coordinate ascent (docs/distant_supervision.md)")
+    solver.add_argument("--refine", type=int, default=None, metavar="R",
+                        help="steps choosing the labelling behind each check's primal bound "
+                             "(default 0 for fista, 30 for bcd)")
     solver.add_argument("--require-converged", action="store_true",
                         help="fail (exit 1, no model written) unless the gap reached --tol")
     feats = train.add_argument_group("features (jkern.ds.train_extractor)")
@@ -135,7 +142,9 @@ def run_train(args: argparse.Namespace) -> int:
     names, split = _load_split(args)
     m = split.mentions
     solver = {name: value for name, value in (("lam", args.lam), ("mu", args.mu),
-                                              ("tol", args.tol), ("max_iter", args.max_iter))
+                                              ("tol", args.tol), ("max_iter", args.max_iter),
+                                              ("method", args.method),
+                                              ("refine", args.refine))
               if value is not None}
     with compute_errors(), input_errors():  # input errors (a flag against the data): exit 2
         extractor, sol, info = jkern.ds.train_extractor(
