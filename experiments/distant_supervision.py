@@ -218,12 +218,14 @@ def grave(x_train, x_test, train: DsSplit, test: DsSplit, args, classes) -> tupl
     t0 = time.perf_counter()
     sol = ds.fit(x_train, train.mentions.mention_pair, train.relations, lam=args.lam,
                  mu=args.mu, tol=args.tol, max_iter=args.max_iter, classes=classes,
+                 method=args.method, refine=args.refine, check_every=args.check_every,
                  dtype=args.dtype)
     jax.block_until_ready(sol.stats["primal"])
     seconds = time.perf_counter() - t0
     st = sol.stats
     fig = {"solve_seconds": seconds, "gap": float(st["gap"]),
-           "iterations": int(st["n_iter"]), "status": jkern.RESULTS.message(int(sol.result))}
+           "iterations": int(st["n_iter"]), "status": jkern.RESULTS.message(int(sol.result)),
+           "method": args.method, "lam": args.lam, "mu": args.mu}
     if "sigma_max_sq" in st:
         fig["sigma_max_sq"] = float(st["sigma_max_sq"])
     scores = sol.model.pair_scores(x_test, test.mentions.mention_pair, test.n_pairs,
@@ -356,7 +358,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--lam", type=float, default=1.0, help="ridge lambda")
     g.add_argument("--mu", type=float, default=1.0, help="slack cost mu")
     g.add_argument("--tol", type=float, default=1e-4, help="relative duality gap")
-    g.add_argument("--max-iter", type=int, default=20_000)
+    g.add_argument("--max-iter", type=int, default=None,
+                   help="steps (fista) or sweeps (bcd); default the library's")
+    g.add_argument("--method", choices=("fista", "bcd"), default="fista")
+    g.add_argument("--refine", type=int, default=None,
+                   help="steps choosing the labelling behind each primal bound (library "
+                        "default)")
+    g.add_argument("--check-every", type=int, default=None)
     g = ap.add_argument_group("features")
     g.add_argument("--poly-cutoffs", default="5:10000,10:10000,20:100000,5:1000",
                    help="min:max document-frequency cut-offs of the poly rows (max none: no "
