@@ -1,6 +1,7 @@
-"""Distant supervision on ds-wordnet: Grave (2014)'s convex relaxation with lexical, degree-2,
-SVD and tree-kernel features, against per-relation SVMs (Mintz) and a pair-level logistic
-regression.
+"""Distant supervision on ds-wordnet: Grave (2014)'s relaxation vs Mintz SVMs and a pair logreg.
+
+Grave's convex relaxation with lexical, degree-2, SVD and tree-kernel features, against
+per-relation SVMs on mentions (Mintz) and a pair-level bag-of-words logistic regression.
 
 Train on the train split's pairs (WordNet relations as the knowledge base), score every
 (test pair, relation != NA) and rank them all: held-out area under the precision-recall
@@ -44,6 +45,11 @@ Nystrom embeddings, whose cached files keep the seconds they took, reported agai
 run (`embedding_cached`: true). --max-train-pairs / --max-test-pairs keep an evenly spread
 subset of the pairs (with all their mentions); --parse-scope split parses every sentence of
 a split (one cache file per split, shared by every subset) instead of the selected ones.
+
+The JSON's rows have `model`, `features`, `auc`, `average_precision`, `p_at_100/200/500`,
+`seconds`, `n_features`, and for the relaxation `gap`, `iterations`, `status` and
+`sigma_max_sq`; `curves` holds each row's precision-recall curve (from the top of the ranking,
+at ~600 of its thresholds) that the PNG draws.
 
     python experiments/distant_supervision.py --cache-dir /tmp/ds-cache
 """
@@ -317,11 +323,15 @@ def evaluate(row: dict, scores, relations, curves: dict) -> dict:
     r = ds.held_out(np.asarray(scores), relations)
     row.update({k: r[k] for k in ("auc", "average_precision", "p_at_100", "p_at_200",
                                   "p_at_500")})
-    keep = np.unique(np.concatenate([np.arange(min(50, len(r["recall"]))),
-                                     spread(len(r["recall"]), 400)]))
+    # the curve from the top of the ranking down, without the appended (recall 0,
+    # precision 1) point; kept at ~600 thresholds, denser at the top
+    recall, precision = r["recall"][-2::-1], r["precision"][-2::-1]
+    n = len(recall)
+    keep = np.unique(np.concatenate([np.geomspace(1, n, 300).astype(np.int64) - 1,
+                                     spread(n, 300)])) if n else np.zeros(0, np.int64)
     curves[f"{row['model']} {row['features']}"] = {
-        "recall": np.round(r["recall"][keep], 5).tolist(),
-        "precision": np.round(r["precision"][keep], 5).tolist()}
+        "recall": np.round(recall[keep], 5).tolist(),
+        "precision": np.round(precision[keep], 5).tolist()}
     row["seconds"] = row.get("feature_seconds", 0.0) + row["solve_seconds"]
     print_row(row)
     return row
