@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (if absent) and install jkern editable with the extras named by the first
 # argument (default: test,vectors). Idempotent.
-# Sourced by scripts/test.sh (dev,vectors: the linters too) and scripts/example.sh; can also
+# Sourced by scripts/test.sh (dev,vectors,ds: the linters and spaCy too) and scripts/example.sh; can also
 # be run on its own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -12,6 +12,7 @@ from ._features import FeatureVocabulary as FeatureVocabulary
 from ._features import lexical_features as lexical_features
 from ._features import mention_features as mention_features
 from ._features import normalize_word as normalize_word
+from ._fit import fit as fit
 from ._paths import dependency_paths as dependency_paths
 from ._paths import parse_sentences as parse_sentences
 from ._paths import path_tree as path_tree
@@ -23,7 +24,6 @@ from ._relaxation import RelaxationState as RelaxationState
 from ._relaxation import aggregate_pairs as aggregate_pairs
 from ._relaxation import check as check
 from ._relaxation import constraints as constraints
-from ._relaxation import fit as fit
 from ._relaxation import init as init
 from ._relaxation import primal_objective as primal_objective
 from ._relaxation import project_rows_simplex as project_rows_simplex

@@ -24,7 +24,8 @@ from .._sparse import SparseRows
 from .._validate import positive_int
 from ..errors import InputError
 from ._features import FeatureVocabulary, lexical_features
-from ._relaxation import RelationModel, aggregate_pairs, fit
+from ._fit import fit
+from ._relaxation import RelationModel, aggregate_pairs
 from ._transforms import (
     ProductIndex,
     normalize_rows,

@@ -1,0 +1,206 @@
+"""`jkern.ds.fit`: the driver that solves Grave (2014)'s relaxation with either dual method.
+
+The relaxation, its dual point, check and FISTA step live in `_relaxation`; block coordinate
+ascent in `_bcd`; this module checks the user's input once and runs one of them, jitted, to
+the contract's `Solution`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._solution import Solution, result_code
+from .._sparse import Features, SparseRows, n_rows
+from .._validate import float_dtype, is_traced, positive, positive_int
+from ..errors import InputError
+from . import _bcd
+from ._relaxation import (
+    Check,
+    Problem,
+    RelationModel,
+    _features_dtype,
+    check,
+    constraints,
+    init,
+    spectral_norm_sq,
+    update,
+)
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter", "check_every", "refine"))
+def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int, refine: int):
+    prob = Problem(x, cons, lam, mu, sigma_sq * 1.01 + lam)
+    n_checks = -(-max_iter // check_every)
+    dt = cons.sign.dtype
+    history = jnp.full((n_checks, 4), jnp.nan, dt)
+
+    def cond(s):
+        state, chk, _, k = s
+        return (k < n_checks) & ~(chk.gap <= tol) & ~jnp.isnan(chk.gap)
+
+    def body(s):
+        state, _, history, k = s
+        state = jax.lax.fori_loop(0, check_every, lambda _, st: update(st, prob), state)
+        chk, *_ = check(state, prob, refine)
+        history = history.at[k].set(jnp.stack(list(chk)))
+        return state, chk, history, k + 1
+
+    state = init(prob)
+    inf = jnp.asarray(jnp.inf, dt)
+    state, chk, history, k = jax.lax.while_loop(
+        cond, body, (state, Check(inf, -inf, inf, inf), history, jnp.zeros((), jnp.int32)))
+    chk, y_hat, w, z = check(state, prob, refine)
+    finite = jnp.isfinite(chk.gap) & jnp.isfinite(chk.primal)
+    return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
+
+
+@functools.partial(jax.jit, static_argnames=("max_iter", "check_every", "refine"))
+def _solve_bcd(x, cons, lay, lam, mu, tol, key, *, max_iter: int, check_every: int,
+               refine: int):
+    prob = Problem(x, cons, lam, mu, jnp.zeros((), lam.dtype))  # no global step: no ||Q||
+    state, chk, y_hat, w, z, history = _bcd.solve(prob, lay, tol, key, max_iter=max_iter,
+                                                  check_every=check_every, refine=refine)
+    finite = jnp.isfinite(chk.gap) & jnp.isfinite(chk.primal)
+    return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
+
+
+def _check_features(x: Any) -> Features:
+    if isinstance(x, SparseRows):
+        return x
+    if isinstance(x, (tuple, list)):
+        if not x:
+            raise InputError("a tuple of feature blocks needs at least one block")
+        return tuple(_check_features(b) for b in x)
+    if not hasattr(x, "shape"):
+        x = np.asarray(x)
+    if len(x.shape) != 2:
+        raise InputError(f"features must be a 2-D [mentions, features] array, a SparseRows "
+                         f"or a tuple of them, got shape {tuple(x.shape)}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = jnp.asarray(x, float_dtype(None))
+    return x
+
+
+def _cast(x: Features, dt: Any) -> Features:
+    if isinstance(x, tuple):
+        return tuple(_cast(b, dt) for b in x)
+    if isinstance(x, SparseRows):
+        return x.astype(dt)
+    return jnp.asarray(x, dt)
+
+
+def fit(
+    x: Features,
+    mention_pair: Any,
+    relations: Any,
+    *,
+    lam: Any = 1.0,
+    mu: Any = 1.0,
+    at_least: float = 1.0,
+    classes: tuple | None = None,
+    tol: float = 1e-4,
+    method: str = "fista",
+    max_iter: int | None = None,
+    check_every: int | None = None,
+    refine: int | None = None,
+    key: Any = None,
+    dtype: Any = None,
+    throw: bool = False,
+) -> Solution[RelationModel]:
+    """Solves the relaxation for features `x` (mentions x features), their pairs and the KB.
+
+    Args:
+        x: `[N, D]` dense features, a `jkern.SparseRows`, or a tuple of such blocks (their
+            column concatenation, e.g. sparse features beside a Nystrom embedding).
+        mention_pair: `[N]` the entity pair of each mention, ints in [0, P).
+        relations: `[P, K]` bools, the KB relations held by each pair (see `constraints`).
+        lam: ridge regularization lambda > 0 (vmappable).
+        mu: slack cost mu > 0 (vmappable).
+        at_least: R of a held relation (`constraints`).
+        classes: names of the C = K + 1 classes, NA first (default 0..K).
+        tol: stop when the relative duality gap (primal - dual) / primal <= tol.
+        method: `"fista"` (default), accelerated projected gradient with step 1 / (3 ||Q||)
+            (the features may be traced), or `"bcd"`, exact block coordinate ascent on the
+            dual (`_bcd`: each block's own curvature sets its step, so it is not slowed down
+            by a large ||Q|| as FISTA is; slower than FISTA where ||Q|| / lam is small).
+        max_iter: sweeps over the pairs (bcd, default 2,000) or FISTA steps (default 20,000)
+            at most; `check_every`: sweeps (default 1) or steps (default 10) between checks.
+        refine: steps that tighten each check's primal bound by choosing the labelling
+            (`check`; default 30 for bcd, 0 for fista): the gap is certified either way.
+        key: bcd only: a PRNG key visits the pairs in a fresh random order each sweep (None:
+            in index order).
+        dtype: the computation's float dtype (default the features').
+        throw: raise `ConvergenceError` unless the gap reached `tol`.
+
+    Returns:
+        `Solution` with `model` a `RelationModel` (W = X^T Z) and `stats`: `Y` (the feasible
+        labelling, rows on the simplex), `Z` (dual coefficients: scores of a new mention are
+        sum_i k(x, x_i) Z_i), `primal`, `dual`, `gap`, `violation`, `n_iter` (sweeps or
+        steps), `restarts` (FISTA),
+        `history` (`[checks, 4]`: primal, dual, gap, violation per check, NaN past the end),
+        `sigma_max_sq` (FISTA).
+    """
+    if method not in ("bcd", "fista"):
+        raise InputError(f"method must be 'bcd' or 'fista', got {method!r}")
+    x = _check_features(x)
+    dt = float_dtype(_features_dtype(x) if dtype is None else dtype)
+    x = _cast(x, dt)
+    bcd = method == "bcd"
+    max_iter = positive_int("max_iter", (2_000 if bcd else 20_000) if max_iter is None
+                            else max_iter)
+    check_every = positive_int("check_every", (1 if bcd else 10) if check_every is None
+                               else check_every)
+    refine = (30 if bcd else 0) if refine is None else refine
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        raise InputError(f"refine must be an int >= 0, got {refine!r}")
+    if key is not None and not bcd:
+        raise InputError("key orders the pairs of method='bcd'; FISTA draws nothing")
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+        raise InputError(f"tol must be a finite number > 0, got {tol!r}")
+    cons = constraints(mention_pair, relations, at_least=at_least, dtype=dt)
+    n = n_rows(x)
+    if cons.mention_pair.shape[0] != n:
+        raise InputError(f"mention_pair has {cons.mention_pair.shape[0]} entries for {n} "
+                         "mentions (rows of x)")
+    _finite_features(x)
+    if classes is None:
+        classes = tuple(range(cons.n_classes))
+    classes = tuple(classes)
+    if len(classes) != cons.n_classes:
+        raise InputError(f"classes names {len(classes)} classes; relations has "
+                         f"{cons.n_classes - 1} relations + NA = {cons.n_classes}")
+    lam = positive("lam", lam, dt)
+    mu = positive("mu", mu, dt)
+    if bcd:
+        _bcd.check_features(x)
+        lay = _bcd.layout(x, cons)
+        state, chk, y_hat, w, z, history, result = _solve_bcd(
+            x, cons, lay, lam, mu, jnp.asarray(tol, dt), key, max_iter=max_iter,
+            check_every=check_every, refine=refine)
+        extra = {}
+    else:
+        sigma_sq = spectral_norm_sq(x, dtype=dt)
+        state, chk, y_hat, w, z, history, result = _solve(
+            x, cons, lam, mu, sigma_sq, jnp.asarray(tol, dt), max_iter=max_iter,
+            check_every=check_every, refine=refine)
+        extra = {"restarts": state.restarts, "sigma_max_sq": sigma_sq}
+    stats = {"Y": y_hat, "Z": z, "primal": chk.primal, "dual": chk.dual, "gap": chk.gap,
+             "violation": chk.violation, "n_iter": state.n_iter, "history": history,
+             **extra}
+    sol = Solution(RelationModel(w, classes), result, stats)
+    return sol.check(throw)
+
+
+def _finite_features(x: Features) -> None:
+    if isinstance(x, tuple):
+        for b in x:
+            _finite_features(b)
+        return
+    v = x.values if isinstance(x, SparseRows) else x
+    if not is_traced(v) and not bool(jnp.all(jnp.isfinite(v))):
+        raise InputError("the features hold NaN or inf values")
