@@ -37,7 +37,15 @@ from .._sparse import Features, SparseRows
 from .._validate import is_traced
 from ..errors import InputError
 from ..svm._rows import SparseRowsAccess
-from ._relaxation import Check, Constraints, DualPoint, Problem, RelaxationState, check
+from ._relaxation import (
+    Check,
+    Constraints,
+    DualPoint,
+    Problem,
+    RelaxationState,
+    check,
+    simplex_threshold,
+)
 
 
 class Layout(eqx.Module):
@@ -115,16 +123,6 @@ def dual_point(state: BCDState, lay: Layout, cons: Constraints) -> DualPoint:
     return DualPoint(state.buf[d + n:], u - nu[:, None], nu)
 
 
-def _threshold(v: Float[Array, " c"]) -> Float[Array, ""]:
-    """theta of the projection max(v - theta, 0) of v onto the simplex."""
-    c = v.shape[0]
-    srt = -jnp.sort(-v)
-    css = jnp.cumsum(srt) - 1.0
-    k = jnp.arange(1, c + 1, dtype=v.dtype)
-    rho = jnp.sum(srt - css / k > 0)
-    return css[rho - 1] / rho.astype(v.dtype)
-
-
 def sweep(state: BCDState, lay: Layout, cons: Constraints, lam: Any, mu: Any,
           order: Int[Array, " p"]) -> BCDState:
     """One pass over the pairs in `order`: each pair's mention blocks, then its Lam block."""
@@ -141,7 +139,7 @@ def sweep(state: BCDState, lay: Layout, cons: Constraints, lam: Any, mu: Any,
         y, u = y_of(buf, i, p)
         q = lay.sq_norms[i] + lam
         base = y - q * u
-        new = -jnp.minimum(base, _threshold(base)) / q
+        new = -jnp.minimum(base, simplex_threshold(base[None, :])[0, 0]) / q
         delta = new - u
         rows = jnp.concatenate([lay.indices[i], (u_row + i)[None]])
         upd = jnp.concatenate([lay.values[i][:, None] * delta[None, :], delta[None, :]])

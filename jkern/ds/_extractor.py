@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._solution import Solution
-from .._sparse import SparseRows
+from .._sparse import SparseRows, matmul
 from .._validate import positive_int
 from ..errors import InputError
 from ._features import FeatureVocabulary, lexical_features
@@ -95,8 +95,6 @@ def _transform(x: SparseRows, column_map: np.ndarray | None, product_keys: np.nd
                                                              squares))
         x = normalize_rows(x)
     if projection is not None:
-        from .._sparse import matmul
-
         return matmul(x, projection)
     return x
 
@@ -165,8 +163,6 @@ def train_extractor(
             raise InputError("svd_rank needs a PRNG key (key=jax.random.PRNGKey(0))")
         positive_int("svd_rank", svd_rank)
         projection = randomized_svd_projection(x, svd_rank, key=key)
-        from .._sparse import matmul
-
         features = matmul(x, projection)
         info["features_projected"] = svd_rank
     info["feature_seconds"] = time.perf_counter() - t0

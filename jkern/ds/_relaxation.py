@@ -241,16 +241,20 @@ def update(state: RelaxationState, prob: Problem) -> RelaxationState:
                            state.n_iter + 1, state.restarts + restart.astype(jnp.int32))
 
 
-def project_rows_simplex(y: Float[Array, "n c"]) -> Float[Array, "n c"]:
-    """Each row's Euclidean projection onto {y >= 0, sum y = 1} (the sort-based rule)."""
+def simplex_threshold(y: Float[Array, "n c"]) -> Float[Array, "n 1"]:
+    """theta of each row's Euclidean projection max(y - theta, 0) onto {y >= 0, sum y = 1}
+    (the sort-based rule)."""
     c = y.shape[-1]
     srt = -jnp.sort(-y, axis=-1)
     css = jnp.cumsum(srt, axis=-1) - 1.0
     k = jnp.arange(1, c + 1, dtype=y.dtype)[None, :]
-    cond = srt - css / k > 0
-    rho = jnp.sum(cond, axis=-1, keepdims=True)
-    theta = jnp.take_along_axis(css, rho - 1, axis=-1) / rho.astype(y.dtype)
-    return jnp.maximum(y - theta, 0.0)
+    rho = jnp.sum(srt - css / k > 0, axis=-1, keepdims=True)
+    return jnp.take_along_axis(css, rho - 1, axis=-1) / rho.astype(y.dtype)
+
+
+def project_rows_simplex(y: Float[Array, "n c"]) -> Float[Array, "n c"]:
+    """Each row's Euclidean projection onto {y >= 0, sum y = 1}."""
+    return jnp.maximum(y - simplex_threshold(y), 0.0)
 
 
 def check(state: RelaxationState, prob: Problem, refine: int = 0
