@@ -163,8 +163,14 @@ class StoredProgram:
             start = time.perf_counter()
             try:
                 with open(path, "rb") as f:
-                    blob, in_tree, out_tree = pickle.load(f)
-                compiled = serialize_executable.deserialize_and_load(blob, in_tree, out_tree)
+                    blob, in_tree, out_tree, device_ids = pickle.load(f)
+                # Loaded onto the devices it was compiled for: by default JAX loads it onto
+                # every local device, and with several (--xla_force_host_platform_device_count,
+                # GPUs) a one-device program then expects one shard per device.
+                by_id = {d.id: d for d in jax.local_devices()}
+                compiled = serialize_executable.deserialize_and_load(
+                    blob, in_tree, out_tree,
+                    execution_devices=[by_id[i] for i in device_ids])
             except Exception:  # unreadable, or from another build: compiled again below
                 path.unlink(missing_ok=True)
             else:
@@ -200,10 +206,12 @@ def _store(compiled: Any, where: Path, path: Path) -> None:
     tmp = None
     try:
         blob, in_tree, out_tree = serialize_executable.serialize(compiled)
+        device_ids = [d.id for d in compiled._executable.xla_executable.local_devices()]
         where.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            pickle.dump((blob, in_tree, out_tree), f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((blob, in_tree, out_tree, device_ids), f,
+                        protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
         tmp = None
     except Exception:

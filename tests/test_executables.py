@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +19,8 @@ import pytest
 
 import jkern
 from jkern._executables import StoredProgram, executables_dir
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _scaled_sum(buf, x, scale, *, times):
@@ -119,3 +122,39 @@ def test_a_second_process_loads_every_recurrence_and_gets_the_same_gram(tmp_path
     assert third["loaded"] == 0 and fourth["loaded"] == len(stored)
     for later in (third, fourth):
         assert np.array_equal(np.asarray(later["gram"]), np.asarray(first["gram"]))
+
+
+_TWO_DEVICE_RUN = """
+import json, jax, jax.numpy as jnp, numpy as np, jkern
+from jkern._executables import StoredProgram
+from tests.test_executables import _scaled_sum
+program = StoredProgram(_scaled_sum, static_argnames=("times",))
+out = {"devices": len(jax.devices())}
+for device in jax.devices():
+    with jax.default_device(device):
+        got = program(jnp.zeros(4), jnp.arange(4.0), 0.5, times=3)
+    out[str(device.id)] = [np.asarray(got).tolist(), [d.id for d in got.devices()]]
+print(json.dumps({**out, **jkern.program_stats()}))
+"""
+
+
+def test_a_stored_program_loads_onto_its_own_device_among_several(tmp_path):
+    # A one-device program stored by a process with two devices, then loaded by the next:
+    # it must run on the device it was built for (JAX's loader would spread it over both).
+    env = {**os.environ, "JKERN_CACHE_DIR": str(tmp_path / "xla"), "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "")
+                         + " --xla_force_host_platform_device_count=2"),
+           "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("JKERN_NO_CACHE", None)
+
+    def run() -> dict:
+        out = subprocess.run([sys.executable, "-c", _TWO_DEVICE_RUN], env=env, cwd=REPO,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    assert first["devices"] == second["devices"] == 2
+    assert first["loaded"] == 0 and second["loaded"] == 2
+    for device in ("0", "1"):
+        assert second[device] == first[device] == [[0.0, 1.5, 3.0, 4.5], [int(device)]]
