@@ -190,8 +190,14 @@ def test_project_rows_simplex_matches_bisection() -> None:
     with t such that sum y = 1 (sum max(v - t, 0) decreases in t)."""
     rng = np.random.default_rng(11)
     v = rng.normal(size=(40, 5)) * 2
-    got = np.asarray(ds.project_rows_simplex(jnp.asarray(v)))
-    for row, out in zip(v, got):
+    v[:10] = np.round(v[:10])  # ties, on and off the threshold
+    v[10] = [0.2, 0.2, 0.2, 0.2, 0.2]  # already on the simplex
+    v[11] = [5.0, -3.0, -3.0, -3.0, -3.0]  # one vertex
+    v[12] = [1e6, 1e6, -1e6, 0.0, 0.0]  # far away, a tie at the top
+    wide = rng.exponential(size=(20, 40)) * (rng.random((20, 40)) < 0.3)  # many classes
+    got = [np.asarray(ds.project_rows_simplex(jnp.asarray(a))) for a in (v, wide)]
+    for row, out in [*zip(v, got[0]), *zip(wide, got[1])]:
+        assert out.min() >= 0 and abs(out.sum() - 1) <= 1e-12
         lo, hi = row.min() - 1.0, row.max()
         for _ in range(200):
             mid = (lo + hi) / 2

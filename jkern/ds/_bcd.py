@@ -42,8 +42,7 @@ from ._relaxation import (
     Constraints,
     DualPoint,
     Problem,
-    RelaxationState,
-    check,
+    check_point,
     simplex_threshold,
 )
 
@@ -189,10 +188,7 @@ def solve(prob: Problem, lay: Layout, tol: Any, key: Any, *, max_iter: int,
                                       ).astype(jnp.int32)
 
     def checked(state):
-        point = dual_point(state, lay, cons)
-        zero = jnp.zeros((), jnp.int32)
-        return check(RelaxationState(point, point, jnp.ones((), dt), zero, zero), prob,
-                     refine)
+        return check_point(dual_point(state, lay, cons), prob, refine)
 
     def cond(s):
         _, chk, _, k = s
