@@ -1,0 +1,70 @@
+"""A plain-Python PA-I with opal's semantics: the reference every jkern.pa mode is tested against.
+
+Examples are dicts `{feature: value}`, labels ±1, visited in file order every epoch.
+
+- margin: kernel mode m = Σ_s α_s (1 + s·x)^d over the support vectors in the order they were
+  added; linear mode m = Σ_f w_f x_f (no bias).
+- update iff y·m <= 1 + TIE_EPS (opal: y·m <= 1; the ε keeps summation order from flipping
+  a tie between modes).
+- step τ = min(C, max(0, 1 − y·m) / |x|), |x| = Σ_f x_f² (the number of active features for
+  binary vectors; opal's rule, in kernel mode too); `step="textbook"` divides by K(x, x)
+  = (1 + |x|)^d instead (linear mode: |x|). An empty vector steps by C when 1 − y·m > 0.
+- the update adds y·τ to the weight of the support vector equal to x (identical vectors share
+  one support vector; a new one is appended), or y·τ·x to w in linear mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+TIE_EPS = 1e-9
+
+
+@dataclass
+class ReferenceRun:
+    support: list[tuple[tuple[int, float], ...]] = field(default_factory=list)
+    alpha: list[float] = field(default_factory=list)
+    w: dict[int, float] = field(default_factory=dict)
+    margins: list[float] = field(default_factory=list)  # one per visit
+    updated: list[bool] = field(default_factory=list)  # one per visit
+
+
+def pa_reference(X: Sequence[Mapping[int, float]], y: Sequence[int], *, degree: int = 2,
+                 C: float = 1.0, epochs: int = 10, mode: str = "kernel",
+                 step: str = "opal") -> ReferenceRun:
+    assert mode in ("kernel", "linear") and step in ("opal", "textbook")
+    run = ReferenceRun()
+    slot: dict[tuple[tuple[int, float], ...], int] = {}
+    for _ in range(epochs):
+        for x, yt in zip(X, y):
+            if mode == "kernel":
+                m = 0.0
+                for s, a in zip(run.support, run.alpha):
+                    dot = sum(v * x.get(f, 0.0) for f, v in s)
+                    m += a * (1.0 + dot) ** degree
+            else:
+                m = sum(run.w.get(f, 0.0) * v for f, v in x.items())
+            run.margins.append(m)
+            update = yt * m <= 1.0 + TIE_EPS
+            run.updated.append(update)
+            if not update:
+                continue
+            sq = sum(v * v for v in x.values())
+            norm = (1.0 + sq) ** degree if (step == "textbook" and mode == "kernel") else sq
+            loss = 1.0 - yt * m
+            if norm > 0:
+                tau = min(C, max(0.0, loss) / norm)
+            else:
+                tau = C if loss > 0 else 0.0
+            if mode == "kernel":
+                key = tuple(sorted((f, v) for f, v in x.items() if v != 0))
+                if key not in slot:
+                    slot[key] = len(run.support)
+                    run.support.append(key)
+                    run.alpha.append(0.0)
+                run.alpha[slot[key]] += yt * tau
+            else:
+                for f, v in x.items():
+                    run.w[f] = run.w.get(f, 0.0) + yt * tau * v
+    return run
