@@ -147,7 +147,8 @@ class ConjunctionModel(eqx.Module):
 
     Attributes:
         weights: `[*batch, D + 1]` weights; the last is 0 (unseen conjunctions).
-        keys: `[D]` sorted int64 keys of the conjunctions (host array; linear: empty).
+        keys: `[D]` sorted int64 keys of the conjunctions (a host array; linear: empty;
+            a vmapped fit under x64 stacks copies of it, one per grid point).
         degree: d (static).
         linear: linear mode (static).
         n_features: the feature ids the keys are built on (static).
@@ -160,8 +161,11 @@ class ConjunctionModel(eqx.Module):
     n_features: int = eqx.field(static=True)
 
     def expand(self, X: SparseRows) -> ExpandedInstance:
-        """X as explicit features of this model (host)."""
-        return expand(X, self.keys, degree=self.degree, linear=self.linear,
+        """X as explicit features of this model (host). A `jax.vmap`ped fit stacks one copy
+        of the (identical) keys per grid point; the first is used."""
+        keys = np.asarray(self.keys)
+        keys = keys.reshape(-1, keys.shape[-1])[0] if keys.ndim > 1 else keys
+        return expand(X, keys, degree=self.degree, linear=self.linear,
                       n_features=self.n_features, dtype=self.weights.dtype)
 
     def decision_function(self, X: SparseRows) -> Float[Array, " m *batch"]:
