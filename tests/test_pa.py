@@ -15,8 +15,10 @@ import jkern
 from jkern import RESULTS, SparseRows
 from jkern.errors import InputError
 from jkern.pa import (
+    CHUNK,
     Instance,
     KernelPA,
+    SupportVectorModel,
     conjunction_coefficients,
     conjunctive_concepts,
     fit,
@@ -53,26 +55,39 @@ def _random_binary(seed: int, n: int = 50, d: int = 24, k: int = 6,
     return SparseRows.from_rows(rows, n_features=d), y
 
 
-def _check_same(sol, ref, *, alpha: bool = True, support: bool = True) -> None:
+def _check_same(sol, ref, *, alpha: bool = True, support: bool = True,
+                atol: float = 1e-9) -> None:
+    """The same updates, margins and weights as the reference: bit for bit (atol=0) in
+    exact mode, to `atol` in float mode."""
     updated = np.asarray(sol.stats["updated"]).reshape(-1)
     assert np.array_equal(updated, np.asarray(ref.updated)), "update sequences differ"
     np.testing.assert_allclose(np.asarray(sol.stats["margins"]).reshape(-1), ref.margins,
-                               rtol=0, atol=1e-9)
+                               rtol=0, atol=atol)
     if support:
         assert int(sol.stats["support_vectors"]) == len(ref.support)
     if alpha:
-        np.testing.assert_allclose(np.asarray(sol.model.alpha), ref.alpha, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(sol.model.alpha), ref.alpha, rtol=0, atol=atol)
 
 
 @pytest.mark.parametrize("degree", [1, 2, 3])
 def test_modes_match_reference(degree):
     X, y = _random_binary(degree)
-    ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS)
+    ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
     assert 0 < sum(ref.updated) < len(ref.updated)
     for mode in ("kernel", "block", "explicit"):
         sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True, block_size=8)
         assert int(sol.result) == RESULTS.successful
-        _check_same(sol, ref, alpha=mode != "explicit")
+        _check_same(sol, ref, alpha=mode != "explicit", atol=0)  # bit for bit
+    if degree == 2:
+        lin = pa_reference(_rows(X), y.tolist(), epochs=EPOCHS, mode="linear", exact=True)
+        sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True)
+        _check_same(sol, lin, alpha=False, support=False, atol=0)
+        # float arithmetic: the same updates on a short run, margins to 1e-9
+        ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=EPOCHS)
+        for mode in ("kernel", "block", "explicit"):
+            sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, record=True, block_size=8,
+                      exact=False)
+            _check_same(sol, ref, alpha=mode != "explicit")
     # the support vectors are the reference's, in order of first update
     sol = fit(X, y, degree=degree, epochs=EPOCHS, mode="block", block_size=16)
     got = [tuple((int(i), float(v)) for i, v in zip(r, vv) if v != 0)
@@ -91,6 +106,8 @@ def test_real_values_and_textbook_step():
             _check_same(sol, ref)
     with pytest.raises(InputError, match="binary"):
         fit(X, y, mode="explicit")
+    with pytest.raises(InputError, match="exact=True"):
+        fit(X, y, exact=True)
 
 
 def test_linear_mode_matches_reference():
@@ -108,11 +125,12 @@ def test_tie_at_margin_one_updates_with_a_zero_step():
     # after x1 = {0} (alpha = 1), the empty vector has margin exactly 1: an update, tau = 0
     X = SparseRows.from_rows([{0: 1.0}, {}, {1: 1.0}], n_features=2)
     y = np.array([1, 1, -1])
-    ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=1)
+    ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=1, exact=True)
     assert ref.updated == [True, True, True] and ref.alpha[1] == 0.0
+    assert ref.margins[1] == 1.0
     for mode in ("kernel", "block", "explicit"):
         sol = fit(X, y, degree=2, epochs=1, mode=mode, record=True)
-        _check_same(sol, ref, alpha=mode != "explicit")
+        _check_same(sol, ref, alpha=mode != "explicit", atol=0)
 
 
 def test_decision_function_is_the_kernel_expansion():
@@ -155,7 +173,7 @@ def test_update_in_scan_and_jit_without_recompiling():
     x0 = jax.tree.map(lambda a: a[0], data)
     update(learner, state0, x0, 1.0)
     update(KernelPA(jnp.asarray(0.5), degree=2), state, x0, -1.0)
-    assert update._cache_size() == 1
+    assert update._cache_size() == 1  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def test_vmap_over_C_equals_a_loop():
@@ -271,9 +289,25 @@ def test_boundary_vectors_match_reference():
     X, _ = order.apply(data.features)
     rows = _rows(X)
     for degree in (1, 2, 3):
-        ref = pa_reference(rows, data.labels.tolist(), degree=degree, epochs=2)
+        ref = pa_reference(rows, data.labels.tolist(), degree=degree, epochs=2, exact=True)
         for mode in ("kernel", "block", "explicit"):
             if mode == "explicit" and degree == 3:
                 continue  # ~4,500 conjunctions per row of ~30 features: slow to expand here
             sol = fit(X, data.labels, degree=degree, epochs=2, mode=mode, record=True)
-            _check_same(sol, ref, alpha=mode != "explicit")
+            _check_same(sol, ref, alpha=mode != "explicit", atol=0)
+
+
+def test_margins_of_a_trimmed_model_span_several_chunks():
+    # a fitted model keeps n_sv rows, not a multiple of the margin chunk
+    rng = np.random.default_rng(13)
+    n_sv, d = CHUNK + 45, 40
+    idx = rng.integers(0, d, size=(n_sv, 5))
+    val = (rng.random((n_sv, 5)) < 0.8).astype(np.float64)
+    alpha = rng.normal(size=n_sv)
+    model = SupportVectorModel(jnp.asarray(idx), jnp.asarray(val), jnp.asarray(alpha), 2, d)
+    X = SparseRows.from_dense((rng.random((9, d)) < 0.2).astype(np.float64))
+    S = np.zeros((n_sv, d))
+    np.add.at(S, (np.arange(n_sv)[:, None], idx), val)
+    want = ((1 + np.asarray(X.todense()) @ S.T) ** 2) @ alpha
+    np.testing.assert_allclose(np.asarray(model.decision_function(X, block=4)), want,
+                               rtol=1e-12)

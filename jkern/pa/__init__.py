@@ -19,6 +19,8 @@ from ._explicit import expand as expand
 from ._fit import MODES as MODES
 from ._fit import SupportVectorModel as SupportVectorModel
 from ._fit import fit as fit
+from ._kernel import CHUNK as CHUNK
+from ._kernel import SCALE as SCALE
 from ._kernel import TIE_EPS as TIE_EPS
 from ._kernel import Instance as Instance
 from ._kernel import KernelPA as KernelPA

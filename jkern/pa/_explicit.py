@@ -12,8 +12,10 @@ kernel model Σ_s α_s k(s, ·) is the linear model with w_U = Σ_s α_s [U ⊆ 
 
 and its PA-I update (τ from the same rule, |x| the number of primitive features) adds y·τ to
 w_U for every U ⊆ x: the same sequence of updates as the kernel modes. The conjunctions are
-enumerated on the host (`ConjunctionTable`); U = ∅ is the bias. Linear mode (opal's `-t 0`)
-is the plain linear PA-I m = Σ_f w_f x_f, no bias, real values allowed.
+enumerated on the host (`conjunction_table`); U = ∅ is the bias. In exact mode the weights
+are int64 counts of 2^-32 like the kernel modes' α, so the margins are the same integers.
+Linear mode (opal's linear row) is the plain linear PA-I m = Σ_f w_f x_f, no bias, real
+values allowed.
 
 Memory: an example of k features holds Σ_{j≤d} C(k, j) conjunctions (k = 30, d = 3: 4,526),
 all materialized here; a chunked expansion is left for later (issue 21).
@@ -34,7 +36,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._labels import sign_labels
 from .._sparse import SparseRows
 from ..errors import InputError
-from ._kernel import TIE_EPS, step_size
+from ._kernel import decide
 
 
 def conjunction_coefficients(degree: int) -> tuple[int, ...]:
@@ -112,28 +114,29 @@ class ExplicitPA(eqx.Module):
         C: the aggressiveness bound (> 0), an array leaf (vmap over a grid).
         degree: d of the kernel the expansion stands for (for `textbook`; 1 in linear mode).
         textbook: divide the step by K(x, x) = (1 + |x|)^d instead of |x| (static).
+        exact: int64 fixed-point weights (see `KernelPA`) (static).
     """
 
     C: Float[Array, ""]
     degree: int = eqx.field(static=True, default=2)
     textbook: bool = eqx.field(static=True, default=False)
+    exact: bool = eqx.field(static=True, default=False)
 
     def init(self, n_weights: int, dtype: Any = None) -> ExplicitState:
+        """Zero weights: int64 counts of 2^-32 when `exact`, else `dtype`."""
         dtype = jnp.result_type(self.C) if dtype is None else dtype
+        dtype = jnp.int64 if self.exact else dtype
         return ExplicitState(jnp.zeros((n_weights + 1,), dtype), jnp.zeros((), jnp.int32))
 
     def step(self, state: ExplicitState, x: ExpandedInstance, y: Any
              ) -> tuple[ExplicitState, Float[Array, ""], Bool[Array, ""]]:
         """(new state, the margin before the step, updated?)."""
         w = state.w
-        m = jnp.sum(x.margin_coef * w[x.ids])
-        y = jnp.asarray(y, w.dtype)
-        ym = y * m
-        upd = ym <= 1 + TIE_EPS
-        tau = step_size(1 - ym, x.sq_norm, jnp.asarray(self.C, w.dtype), self.degree,
-                        self.textbook)
-        delta = jnp.where(upd, y * tau, 0)
-        w = w.at[x.ids].add(delta * x.step_coef)
+        fdt = x.sq_norm.dtype
+        m = jnp.sum(x.margin_coef.astype(w.dtype) * w[x.ids])
+        upd, delta, m = decide(m, jnp.asarray(y, fdt), x.sq_norm, self.C, self.degree,
+                               self.textbook)
+        w = w.at[x.ids].add(jnp.where(upd, delta, 0) * x.step_coef.astype(w.dtype))
         return ExplicitState(w, state.n_updates + upd.astype(jnp.int32)), m, upd
 
     def update(self, state: ExplicitState, x: ExpandedInstance, y: Any) -> ExplicitState:
@@ -170,7 +173,7 @@ class ConjunctionModel(eqx.Module):
 
     def decision_function(self, X: SparseRows) -> Float[Array, " m *batch"]:
         e = self.expand(X)
-        w = self.weights
+        w = self.weights.astype(e.margin_coef.dtype)
         out = jnp.einsum("mk,...mk->...m", e.margin_coef, w[..., e.ids])
         return jnp.moveaxis(out, 0, -1) if out.ndim > 1 else out
 

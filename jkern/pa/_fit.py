@@ -21,12 +21,11 @@ from jaxtyping import Array, Float, Int
 from .._labels import sign_labels
 from .._solution import RESULTS, Solution
 from .._sparse import SparseRows
-from .._validate import concrete, float_dtype, is_traced, plus_minus_labels, positive, \
-    positive_int
+from .._validate import concrete, float_dtype, is_traced, plus_minus_labels, positive, positive_int
 from ..errors import InputError
-from ._data import unique_rows
+from ._data import is_binary, unique_rows
 from ._explicit import ConjunctionModel, ExplicitPA, conjunction_table, expand, index_rows
-from ._kernel import Instance, KernelPA, KernelState, chunk_margins
+from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins
 
 MODES = ("kernel", "block", "explicit", "linear")
 
@@ -127,8 +126,8 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 
 def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 10,
         mode: str = "block", textbook: bool = False, capacity: int | None = None,
-        block_size: int = 32, record: bool = False, dtype: Any = None,
-        throw: bool = False) -> Solution[Any]:
+        block_size: int = 32, record: bool = False, exact: bool | None = None,
+        dtype: Any = None, throw: bool = False) -> Solution[Any]:
     """Online PA-I with the polynomial kernel (1 + s·x)^d, opal's rule (`jkern.pa.KernelPA`).
 
     Visits the examples in file order, `epochs` times; no shuffling, no averaging.
@@ -149,6 +148,12 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             `InputError` (or, traced, returns `RESULTS.capacity_exceeded`).
         block_size: examples per block in `"block"` mode.
         record: keep every visit's margin in `stats["margins"]`.
+        exact: fixed-point weights (int64 counts of 2^-32) and integer kernel values, so
+            every mode sums the same integers and gives bit for bit the same updates
+            (binary features, float64). None (default): exact when the features are
+            binary and the dtype is float64. Float arithmetic (`exact=False`) drifts
+            between modes: opal's large steps amplify rounding differences (x10 every few
+            hundred updates), so long runs of different modes part ways.
         dtype: computation dtype (default: X's values' floating dtype).
         throw: raise unless the result is successful (`Solution.check`).
 
@@ -185,23 +190,31 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     y = plus_minus_labels("y", y, n, dt)
     C = positive("C", C, dt)
     uids, n_vectors = unique_rows(X)
+    f64 = jnp.dtype(dt) == jnp.dtype(jnp.float64)
+    binary = is_binary(X)
+    if exact is None:
+        exact = binary and f64
+    elif exact and not (binary and f64):
+        raise InputError("exact=True needs binary features (every value 1) and float64 "
+                         "(jax.config.update('jax_enable_x64', True)); pass exact=False")
 
     if mode in ("kernel", "block"):
         if capacity is None:
             capacity = n_vectors
         capacity = positive_int("capacity", capacity)
         B = block_size if mode == "block" else 1
-        learner = KernelPA(C, degree=degree, textbook=textbook)
+        learner = KernelPA(C, degree=degree, textbook=textbook, exact=exact)
         state = learner.init(capacity=capacity, width=X.indices.shape[1],
                              n_features=X.n_features, n_vectors=n_vectors, block=B, dtype=dt)
         data = Instance(X.indices.astype(jnp.int32), X.values, jnp.asarray(uids))
         order, mask = _stream(n, epochs, B)
         state, ms, upds = _run_kernel(learner, state, data, y, jnp.asarray(order),
                                       jnp.asarray(mask), record)
-        finite = jnp.all(jnp.isfinite(state.alpha))
+        alpha = state.alpha.astype(dt) / SCALE if exact else state.alpha
+        finite = jnp.all(jnp.isfinite(alpha))
         code = jnp.where(state.overflow, RESULTS.capacity_exceeded,
                          jnp.where(finite, RESULTS.successful, RESULTS.nonfinite))
-        model: Any = SupportVectorModel(state.sv_indices, state.sv_values, state.alpha,
+        model: Any = SupportVectorModel(state.sv_indices, state.sv_values, alpha,
                                         degree, X.n_features)
         n_sv = concrete(state.n_sv)
         overflow = concrete(state.overflow)
@@ -212,20 +225,21 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         if n_sv is not None:
             k = int(n_sv)
             model = SupportVectorModel(state.sv_indices[:k], state.sv_values[:k],
-                                       state.alpha[:k], degree, X.n_features)
+                                       alpha[:k], degree, X.n_features)
     else:
         linear = mode == "linear"
         keys = np.zeros(0, np.int64) if linear else conjunction_table(X, degree)
         data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
         learner = ExplicitPA(C, degree=1 if linear else degree,
-                             textbook=textbook and not linear)
+                             textbook=textbook and not linear, exact=exact)
         n_weights = X.n_features if linear else len(keys)
         state = learner.init(n_weights, dtype=dt)
         order, _ = _stream(n, epochs, 1)
         state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order), record)
-        finite = jnp.all(jnp.isfinite(state.w))
+        w = state.w.astype(dt) / SCALE if exact else state.w
+        finite = jnp.all(jnp.isfinite(w))
         code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)
-        model = ConjunctionModel(state.w, keys, degree=1 if linear else degree, linear=linear,
+        model = ConjunctionModel(w, keys, degree=1 if linear else degree, linear=linear,
                                  n_features=X.n_features)
 
     visits = n * epochs
@@ -236,6 +250,6 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         "updated": upds,
         "support_vectors": jnp.sum(touched, dtype=jnp.int32),
     }
-    if record:
+    if ms is not None:
         stats["margins"] = ms.reshape(-1)[:visits].reshape(epochs, n)
     return Solution(model, code.astype(jnp.int32), stats).check(throw)

@@ -4,13 +4,20 @@ The model is a support set S with weights α; the margin of x is
 
     m(x) = Σ_{s∈S} α_s (1 + s·x)^d.
 
-One rule for every mode (opal's PA-I, Crammer et al. 2006):
+One rule for every mode (opal's PA-I, Crammer et al. 2006), in one of two arithmetics:
 
-- update iff y·m ≤ 1 + TIE_EPS. opal updates iff y·m ≤ 1; modes sum the margin in different
-  orders, so a margin that is 1 in real arithmetic may come out 1 ± 1e-13. The fixed ε = 1e-9
-  puts every such tie on the update side in every mode; margins of (1, 1 + ε] step by 0 (their
-  loss is 0) but still count as updates, so the support set is the same in every mode.
-  Exactness holds in float64; float32 margins carry errors far above ε.
+- exact (`exact=True`; binary features, float64): α is an int64 count of 2^-32 and every
+  kernel value (1 + s·x)^d a whole number, so a margin is an integer sum that every mode
+  (every summation order, block or explicit expansion, later splitting and slicing) gets
+  bit for bit; update iff y·m ≤ 1 exactly (opal's rule, ties at exactly 1 update), and
+  Δα = y·round(τ·2^32), τ computed in float64 from the exact margin. This is what makes the
+  modes the same model at full size: in floats, opal's large steps (τ divides by |x|, not
+  K(x, x)) amplify rounding differences by ~10x every few hundred updates, so runs in
+  different summation orders part ways after a few thousand examples.
+- float (`exact=False`; real values, float32): update iff y·m ≤ 1 + TIE_EPS (ε = 1e-9), so a
+  margin that is 1 in real arithmetic but 1 ± 1e-13 after rounding updates in every mode;
+  margins in (1, 1 + ε] step by 0 (their loss is 0) but still count as updates. Modes agree
+  while their rounding differences stay below ε (short runs; not guaranteed on long ones).
 - τ = clip((1 − y·m) / |x|, 0, C) with |x| = Σ_f x_f² (the number of active features of a
   binary vector: opal's rule, which does not divide by K(x, x)); `textbook=True` divides by
   K(x, x) = (1 + |x|)^d. An empty x (|x| = 0) steps by C when its loss is > 0.
@@ -46,6 +53,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 TIE_EPS = 1e-9
+FIXED_BITS = 32
+SCALE = 2**FIXED_BITS  # exact mode: α is an int64 count of 2^-32
 CHUNK = 256  # support vectors per margin chunk
 
 
@@ -96,17 +105,50 @@ def chunk_margins(sv_indices: Int[Array, "cap k"], sv_values: Float[Array, "cap 
     support vectors that hold the first `n_sv` slots."""
     cap = sv_indices.shape[0]
     size = min(CHUNK, cap)
+    if cap % size:  # a trimmed model: pad to whole chunks (α = 0)
+        pad = size - cap % size
+        sv_indices = jnp.pad(sv_indices, ((0, pad), (0, 0)))
+        sv_values = jnp.pad(sv_values, ((0, pad), (0, 0)))
+        alpha = jnp.pad(alpha, (0, pad))
 
     def body(c, acc):
         start = c * size
         idx = jax.lax.dynamic_slice_in_dim(sv_indices, start, size)
         val = jax.lax.dynamic_slice_in_dim(sv_values, start, size)
         a = jax.lax.dynamic_slice_in_dim(alpha, start, size)
-        dots = jnp.einsum("ck,ckb->cb", val, dense[idx])
-        return acc + a @ (1 + dots) ** degree
+        k = kernel_values(jnp.einsum("ck,ckb->cb", val, dense[idx]), degree, a.dtype)
+        return acc + jnp.sum(a[:, None] * k, axis=0)
 
     n_chunks = (n_sv + size - 1) // size
-    return jax.lax.fori_loop(0, n_chunks, body, jnp.zeros((dense.shape[1],), dense.dtype))
+    return jax.lax.fori_loop(0, n_chunks, body, jnp.zeros((dense.shape[1],), alpha.dtype))
+
+
+def kernel_values(dots: Array, degree: int, dtype: Any) -> Array:
+    """(1 + dots)^d as `dtype`: exact integers for an integer `dtype` (binary features:
+    the dots are whole numbers, and (1 + dots)^d < 2^53 is exact in float64)."""
+    k = (1 + dots) ** degree
+    return jnp.round(k).astype(dtype) if jnp.issubdtype(dtype, jnp.integer) else k
+
+
+def decide(m: Array, y: Array, sq_norm: Array, C: Array, degree: int, textbook: bool
+           ) -> tuple[Bool[Array, ""], Array, Float[Array, ""]]:
+    """PA-I's rule on a margin: (update?, Δα = y·τ in `m`'s dtype, the margin as a float).
+
+    Exact mode (`m` an int64 count of 2^-32): update iff y·m <= 1 exactly (opal's rule), and
+    Δα = y·round(τ·2^32). Float mode: update iff y·m <= 1 + TIE_EPS."""
+    fdt = sq_norm.dtype
+    if jnp.issubdtype(m.dtype, jnp.integer):
+        yi = jnp.round(y).astype(m.dtype)
+        ym = yi * m
+        upd = ym <= SCALE
+        loss = (SCALE - ym).astype(fdt) / SCALE
+        tau = step_size(loss, sq_norm, jnp.asarray(C, fdt), degree, textbook)
+        return upd, yi * jnp.round(tau * SCALE).astype(m.dtype), m.astype(fdt) / SCALE
+    y = jnp.asarray(y, m.dtype)
+    ym = y * m
+    upd = ym <= 1 + TIE_EPS
+    tau = step_size(1 - ym, sq_norm, jnp.asarray(C, m.dtype), degree, textbook)
+    return upd, y * tau, m
 
 
 def step_size(loss: Array, sq_norm: Array, C: Array, degree: int, textbook: bool) -> Array:
@@ -127,11 +169,14 @@ class KernelPA(eqx.Module):
         C: the aggressiveness bound (> 0).
         degree: d (static).
         textbook: divide the step by K(x, x) instead of |x| (static).
+        exact: fixed-point α (int64 counts of 2^-32; needs x64 and binary features, and
+            margins below 2^31 in magnitude) instead of floats (static).
     """
 
     C: Float[Array, ""]
     degree: int = eqx.field(static=True, default=2)
     textbook: bool = eqx.field(static=True, default=False)
+    exact: bool = eqx.field(static=True, default=False)
 
     def init(self, *, capacity: int, width: int, n_features: int, n_vectors: int,
              block: int = 1, dtype: Any = None) -> KernelState:
@@ -145,7 +190,7 @@ class KernelPA(eqx.Module):
         return KernelState(
             sv_indices=jnp.zeros((capacity, width), jnp.int32),
             sv_values=jnp.zeros((capacity, width), dtype),
-            alpha=jnp.zeros((capacity,), dtype),
+            alpha=jnp.zeros((capacity,), jnp.int64 if self.exact else dtype),
             slot=jnp.full((n_vectors,), -1, jnp.int32),
             n_sv=jnp.zeros((), jnp.int32),
             n_updates=jnp.zeros((), jnp.int32),
@@ -154,11 +199,8 @@ class KernelPA(eqx.Module):
         )
 
     def _decide(self, m, y, sq_norm):
-        """(update?, y·τ) for margin m."""
-        ym = y * m
-        upd = ym <= 1 + TIE_EPS
-        tau = step_size(1 - ym, sq_norm, jnp.asarray(self.C, m.dtype), self.degree, self.textbook)
-        return upd, y * tau
+        """(update?, Δα, the margin as a float) for a margin m (see `decide`)."""
+        return decide(m, y, sq_norm, self.C, self.degree, self.textbook)
 
     def _assign(self, state: KernelState, uid, upd):
         """The slot of vector `uid` if updated (a new one when it has none): (slot or
@@ -184,13 +226,13 @@ class KernelPA(eqx.Module):
         m = chunk_margins(state.sv_indices, state.sv_values, state.alpha, state.n_sv,
                           scratch[:, :1], self.degree)[0]
         scratch = scratch.at[x.indices, 0].set(0)
-        y = jnp.asarray(y, m.dtype)
-        upd, dalpha = self._decide(m, y, jnp.sum(x.values * x.values))
+        fdt = state.sv_values.dtype
+        upd, dalpha, m = self._decide(m, jnp.asarray(y, fdt), jnp.sum(x.values * x.values))
         target, new, ok, full = self._assign(state, x.uid, upd)
         new_row = jnp.where(new, target, cap)
         state = KernelState(
             sv_indices=state.sv_indices.at[new_row].set(x.indices, mode="drop"),
-            sv_values=state.sv_values.at[new_row].set(x.values.astype(m.dtype), mode="drop"),
+            sv_values=state.sv_values.at[new_row].set(x.values.astype(fdt), mode="drop"),
             alpha=state.alpha.at[target].add(dalpha, mode="drop"),
             slot=state.slot.at[x.uid].set(jnp.where(ok, target, state.slot[x.uid])),
             n_sv=state.n_sv + new.astype(jnp.int32),
@@ -211,22 +253,23 @@ class KernelPA(eqx.Module):
         `mask[t] = False` skips position t (padding). The scratch must have B columns."""
         B = xs.indices.shape[0]
         dt = state.alpha.dtype
-        ys = jnp.asarray(ys, dt)
+        fdt = state.sv_values.dtype
+        ys = jnp.asarray(ys, fdt)
         mask = jnp.ones((B,), bool) if mask is None else jnp.asarray(mask, bool)
         cols = jnp.arange(B)[:, None]
         dense = state.scratch.at[xs.indices, cols].add(xs.values)
         m0 = chunk_margins(state.sv_indices, state.sv_values, state.alpha, state.n_sv, dense,
                            self.degree)
         # K[j, t] = (1 + x_j·x_t)^d inside the block
-        kbb = (1 + jnp.einsum("jk,jkt->jt", xs.values, dense[xs.indices])) ** self.degree
+        kbb = kernel_values(jnp.einsum("jk,jkt->jt", xs.values, dense[xs.indices]),
+                            self.degree, dt)
         scratch = dense.at[xs.indices, cols].set(0)
         sq = jnp.sum(xs.values * xs.values, axis=1)
         cap = state.alpha.shape[0]
 
         def body(carry, t):
             dalpha, slot, n_sv, n_upd, overflow = carry
-            m = m0[t] + dalpha @ kbb[:, t]
-            upd, da = self._decide(m, ys[t], sq[t])
+            upd, da, m = self._decide(m0[t] + jnp.sum(dalpha * kbb[:, t]), ys[t], sq[t])
             upd = upd & mask[t]
             uid = xs.uid[t]
             s = slot[uid]
@@ -246,7 +289,7 @@ class KernelPA(eqx.Module):
         new_rows = jnp.where(news, targets, cap)
         state = KernelState(
             sv_indices=state.sv_indices.at[new_rows].set(xs.indices, mode="drop"),
-            sv_values=state.sv_values.at[new_rows].set(xs.values.astype(dt), mode="drop"),
+            sv_values=state.sv_values.at[new_rows].set(xs.values.astype(fdt), mode="drop"),
             alpha=state.alpha.at[targets].add(dalpha, mode="drop"),
             slot=slot, n_sv=n_sv, n_updates=n_upd, overflow=overflow,
             scratch=scratch,
