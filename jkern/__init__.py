@@ -6,6 +6,7 @@ from . import errors as errors
 from . import kda as kda
 from . import kernels as kernels
 from . import metrics as metrics
+from . import pa as pa
 from . import svm as svm
 from . import trees as trees
 from ._cache import disable_compilation_cache as disable_compilation_cache

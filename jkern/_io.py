@@ -41,8 +41,8 @@ FORMAT = "jkern.model"
 VERSION = 2  # 1: the `jkern train` files of jkern 0.1 (`jkern.model/1`, read by _load_legacy)
 HEADER = "header.json"
 _STAMP = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same object gives the same bytes
-_PUBLIC = ("jkern.kernels", "jkern.svm", "jkern.kda", "jkern.ds", "jkern.trees", "jkern.data",
-           "jkern")
+_PUBLIC = ("jkern.kernels", "jkern.svm", "jkern.kda", "jkern.ds", "jkern.pa", "jkern.trees",
+           "jkern.data", "jkern")
 _EXTRA = {"equinox.nn.Linear": eqx.nn.Linear, "jkern.trees.Example": Example}
 
 

@@ -25,6 +25,7 @@ class RESULTS:
     successful = 0
     max_iter_reached = 1
     nonfinite = 2
+    capacity_exceeded = 3
 
     _messages = {
         0: "successful",
@@ -32,6 +33,8 @@ class RESULTS:
            "(raise max_iter, or loosen the tolerance)",
         2: "NaN or inf appeared in the solver's state (check the inputs for non-finite "
            "values; use float64 or a normalized kernel for huge kernel values)",
+        3: "the model needed more support vectors than its fixed capacity (raise capacity, "
+           "or leave it None: the number of distinct training vectors always suffices)",
     }
 
     @classmethod

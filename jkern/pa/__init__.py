@@ -1,0 +1,28 @@
+"""Online passive-aggressive learning (PA-I) with polynomial kernels over sparse conjunctive
+features, opal's semantics (issue 21): data readers, the learner, modes, synthetic data."""
+
+from ._data import FeatureOrder as FeatureOrder
+from ._data import SparseExamples as SparseExamples
+from ._data import frequency_order as frequency_order
+from ._data import is_binary as is_binary
+from ._data import parse_sparse_line as parse_sparse_line
+from ._data import parse_sparse_lines as parse_sparse_lines
+from ._data import read_sparse as read_sparse
+from ._data import unique_rows as unique_rows
+from ._explicit import ConjunctionModel as ConjunctionModel
+from ._explicit import ExpandedInstance as ExpandedInstance
+from ._explicit import ExplicitPA as ExplicitPA
+from ._explicit import ExplicitState as ExplicitState
+from ._explicit import conjunction_coefficients as conjunction_coefficients
+from ._explicit import conjunction_table as conjunction_table
+from ._explicit import expand as expand
+from ._fit import MODES as MODES
+from ._fit import SupportVectorModel as SupportVectorModel
+from ._fit import fit as fit
+from ._kernel import CHUNK as CHUNK
+from ._kernel import SCALE as SCALE
+from ._kernel import TIE_EPS as TIE_EPS
+from ._kernel import Instance as Instance
+from ._kernel import KernelPA as KernelPA
+from ._kernel import KernelState as KernelState
+from ._synthetic import conjunctive_concepts as conjunctive_concepts

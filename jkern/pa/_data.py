@@ -1,0 +1,223 @@
+"""Sparse feature vectors for PA-I: LIBSVM / SVM-light lines in, padded index arrays out.
+
+A line is `label idx:val idx:val ... # comment` (LIBSVM, SVM-light) or an SVM-Light-TK line
+`label |BT| tree ... |ET| idx:val ... |EV|`, whose first vector (the one after `|ET|`) is taken.
+Lines are parsed by jkern's one SVM-Light-TK reader (`jkern.trees.parse_svmlight_line`), so
+both kinds of line give the same errors: a `TreeParseError` naming file, line and column.
+
+Kernel-mode PA-I (opal) renumbers features by training frequency: `frequency_order` ranks them
+by the number of training examples they occur in, descending, ties to the larger original id,
+and `FeatureOrder.apply` renumbers a matrix so that feature 0 is the most frequent and every
+row lists its features most-frequent-first. Features a test set has but training had not are
+dropped, and counted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Int
+
+from .._sparse import SparseRows
+from ..errors import InputError
+from ..trees._errors import TreeParseError, quote
+from ..trees._penn import read_lines
+from ..trees._svmlight import parse_svmlight_line
+
+_MARKER = re.compile(r"\|(?:BT|ET|BV|EV)\|")
+
+
+class SparseExamples(NamedTuple):
+    """Labelled sparse vectors: `features` (a `SparseRows`, columns = the file's feature ids)
+    and `labels` (`[n]` int32, ±1)."""
+
+    features: SparseRows
+    labels: np.ndarray
+
+
+def _strip_comment(text: str) -> str:
+    """`text` without its `# comment`: from the first `#` after the last marker (a `#` inside
+    a tree, the Penn tag of the pound sign, is not a comment)."""
+    markers = list(_MARKER.finditer(text))
+    start = markers[-1].end() if markers else 0
+    cut = text.find("#", start)
+    return text if cut < 0 else text[:cut]
+
+
+def parse_sparse_line(text: str, *, source: str = "<string>", line: int = 1
+                      ) -> tuple[int, tuple[tuple[int, float], ...]]:
+    """One labelled sparse vector: `(label, ((index, value), ...))`, indices increasing.
+
+    The label must be +1 or -1 (`1`, `+1`, `-1`, `1.0`, ...); indices are positive ints, each
+    at most once; values are finite reals (zeros are dropped). Text after `#` (outside trees)
+    is a comment.
+
+    Raises:
+        TreeParseError: a bad label, feature or marker; `str(err)` is
+            `source:line:column: problem`.
+
+    >>> parse_sparse_line("+1 3:1 1:0.5 7:0 # note")
+    (1, ((1, 0.5), (3, 1.0)))
+    >>> parse_sparse_line("-1 |BT| (S (# #)) |ET| 2:1 |EV|")
+    (-1, ((2, 1.0),))
+    >>> try:
+    ...     parse_sparse_line("2 1:1", source="train.svm", line=4)
+    ... except TreeParseError as err:
+    ...     print(err)
+    train.svm:4:1: label must be +1 or -1, got '2'
+    """
+    body = _strip_comment(text)
+    example = parse_svmlight_line(body, source=source, line=line)
+    if example.label not in (1.0, -1.0):
+        start = len(body) - len(body.lstrip())
+        token = body.split(maxsplit=1)[0]
+        raise TreeParseError(source, line, start + 1,
+                             f"label must be +1 or -1, got {quote(token)}")
+    vector = example.vectors[0] if example.vectors else ()
+    return int(example.label), tuple((i, v) for i, v in vector if v != 0)
+
+
+def parse_sparse_lines(lines: Iterable[str], *, source: str = "<string>",
+                       dtype: Any = None) -> SparseExamples:
+    """Parse lines (blank lines and lines starting with `#` are skipped) into a
+    `SparseExamples`; columns are the file's feature ids (`n_features` = largest id + 1).
+
+    >>> data = parse_sparse_lines(["+1 1:1 4:1", "# comment", "-1 2:1"])
+    >>> data.labels.tolist(), data.features.indices.tolist(), data.features.n_features
+    ([1, -1], [[1, 4], [2, 0]], 5)
+    """
+    labels: list[int] = []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    for number, text in enumerate(lines, 1):
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        label, vector = parse_sparse_line(text, source=source, line=number)
+        for i, v in vector:
+            rows.append(len(labels))
+            cols.append(i)
+            vals.append(v)
+        labels.append(label)
+    if not labels:
+        raise InputError(f"{source}: no examples (every line is blank or a comment)")
+    d = max(cols, default=0) + 1
+    X = SparseRows.from_coo(rows, cols, np.asarray(vals, np.float64), (len(labels), d),
+                            dtype=dtype)
+    return SparseExamples(X, np.asarray(labels, np.int32))
+
+
+def read_sparse(path: str | os.PathLike[str], *, dtype: Any = None) -> SparseExamples:
+    """Read a LIBSVM / SVM-light file (or SVM-Light-TK lines: the vector after `|ET|`).
+
+    Args:
+        path: the file, one example per line (UTF-8, or Latin-1 when not valid UTF-8).
+        dtype: the values' floating dtype (default JAX's default float).
+
+    Returns:
+        `SparseExamples(features, labels)`.
+
+    Raises:
+        TreeParseError: a malformed line (`path:line:column: problem`).
+        InputError: the file holds no examples.
+    """
+    return parse_sparse_lines(read_lines(path), source=str(path), dtype=dtype)
+
+
+def is_binary(X: SparseRows) -> bool:
+    """Whether every stored (nonzero) value is 1: the features are sets."""
+    v = np.asarray(X.values)
+    return bool(np.all((v == 0) | (v == 1)))
+
+
+class FeatureOrder(eqx.Module):
+    """opal's feature renumbering: new id `r` is original feature `original[r]`, ranked by
+    training frequency (the number of training examples holding the feature), descending,
+    ties to the larger original id. Build one with `frequency_order`.
+
+    Attributes:
+        original: `[f]` the original feature id of each new id.
+        counts: `[f]` the training frequency of each new id (non-increasing).
+    """
+
+    original: Int[Array, " f"]
+    counts: Int[Array, " f"]
+
+    @property
+    def n_features(self) -> int:
+        return int(self.original.shape[0])
+
+    def apply(self, X: SparseRows) -> tuple[SparseRows, int]:
+        """`X` renumbered (rows sorted most-frequent-first) and how many of its feature
+        occurrences were dropped because training never saw the feature.
+
+        >>> train = SparseRows.from_rows([{1: 1, 5: 1}, {5: 1}, {2: 1, 5: 1}, {1: 1}])
+        >>> order = frequency_order(train)
+        >>> order.original.tolist(), order.counts.tolist()
+        ([5, 1, 2], [3, 2, 1])
+        >>> test = SparseRows.from_rows([{2: 1, 9: 1, 5: 1}])
+        >>> X, dropped = order.apply(test)
+        >>> X.indices.tolist(), dropped
+        ([[0, 2]], 1)
+        """
+        original = np.asarray(self.original)
+        idx = np.asarray(X.indices)
+        val = np.asarray(X.values)
+        size = max(int(original.max(initial=-1)), X.n_features - 1) + 1
+        new_of = np.full(size, -1, np.int64)
+        new_of[original] = np.arange(len(original))
+        mapped = new_of[idx]
+        present = val != 0
+        kept = present & (mapped >= 0)
+        dropped = int(np.sum(present & (mapped < 0)))
+        rows = np.nonzero(kept)[0]
+        out = SparseRows.from_coo(rows, mapped[kept], val[kept].astype(np.float64),
+                                  (idx.shape[0], max(len(original), 1)), dtype=X.dtype)
+        return out, dropped
+
+
+def frequency_order(X: SparseRows) -> FeatureOrder:
+    """The frequency ranking of `X`'s features (opal's renumbering; see `FeatureOrder`).
+
+    Only features that occur (with a nonzero value) are ranked.
+    """
+    counts = X.column_counts()
+    seen = np.flatnonzero(counts)
+    if seen.size == 0:
+        raise InputError("the training set has no features (every vector is empty)")
+    # descending count, ties to the larger original id: sort by (-count, -id)
+    order = np.lexsort((-seen, -counts[seen]))
+    ranked = seen[order]
+    return FeatureOrder(jnp.asarray(ranked.astype(np.int32)),
+                        jnp.asarray(counts[ranked].astype(np.int32)))
+
+
+def unique_rows(X: SparseRows) -> tuple[np.ndarray, int]:
+    """An id per row that is equal exactly for equal feature vectors (`[n]` int32, ids in
+    order of first occurrence) and the number of distinct vectors.
+
+    >>> X = SparseRows.from_rows([{1: 1}, {2: 1}, {1: 1}, {}])
+    >>> ids, n = unique_rows(X)
+    >>> ids.tolist(), n
+    ([0, 1, 0, 2], 3)
+    """
+    idx = np.asarray(X.indices)
+    val = np.asarray(X.values)
+    # canonical rows: padding (value 0) as index -1, entries sorted by column
+    idx = np.where(val != 0, idx, -1)
+    order = np.argsort(idx, axis=1, kind="stable")
+    idx = np.take_along_axis(idx, order, axis=1)
+    val = np.take_along_axis(val, order, axis=1)
+    key = np.concatenate([idx.astype(np.float64), val.astype(np.float64)], axis=1)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    # renumber by first occurrence
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse].astype(np.int32), len(first)

@@ -1,0 +1,238 @@
+"""PA-I on explicit features: opal's linear mode, and the degree-d conjunction expansion.
+
+For binary vectors (sets), the polynomial kernel is a sum over shared conjunctions:
+
+    (1 + s·x)^d = Σ_{U ⊆ s∩x, |U| ≤ d} c_|U|,   c_j = Σ_{k=j}^{d} C(d, k) j! S(k, j)
+
+(S the Stirling numbers of the second kind: (s·x)^k counts k-tuples of shared features, and
+j! S(k, j) of them cover a given j-set). d = 2: c = (1, 3, 2); d = 3: c = (1, 7, 12, 6). So the
+kernel model Σ_s α_s k(s, ·) is the linear model with w_U = Σ_s α_s [U ⊆ s] and
+
+    m(x) = Σ_{U ⊆ x, |U| ≤ d} c_|U| w_U,
+
+and its PA-I update (τ from the same rule, |x| the number of primitive features) adds y·τ to
+w_U for every U ⊆ x: the same sequence of updates as the kernel modes. The conjunctions are
+enumerated on the host (`conjunction_table`); U = ∅ is the bias. In exact mode the weights
+are int64 counts of 2^-32 like the kernel modes' α, so the margins are the same integers.
+Linear mode (opal's linear row) is the plain linear PA-I m = Σ_f w_f x_f, no bias, real
+values allowed.
+
+Memory: an example of k features holds Σ_{j≤d} C(k, j) conjunctions (k = 30, d = 3: 4,526),
+all materialized here; a chunked expansion is left for later (issue 21).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from .._labels import sign_labels
+from .._sparse import SparseRows
+from ..errors import InputError
+from ._kernel import decide
+
+
+def conjunction_coefficients(degree: int) -> tuple[int, ...]:
+    """c_0..c_d with (1 + n)^d = Σ_j c_j C(n, j) for every integer n ≥ 0.
+
+    >>> conjunction_coefficients(2), conjunction_coefficients(3)
+    ((1, 3, 2), (1, 7, 12, 6))
+    """
+
+    def stirling2(k: int, j: int) -> int:
+        return sum((-1) ** i * math.comb(j, i) * (j - i) ** k for i in range(j + 1)) // \
+            math.factorial(j)
+
+    return tuple(sum(math.comb(degree, k) * math.factorial(j) * stirling2(k, j)
+                     for k in range(j, degree + 1)) for j in range(degree + 1))
+
+
+def _conjunction_keys(X: SparseRows, degree: int, base: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Every conjunction of 1..d features of every row as an int64 key Σ_i (f_i + 1) base^i
+    over its sorted features (-1 for combinations that touch padding), and each column's
+    conjunction size. The empty conjunction (key 0) is column 0."""
+    idx = np.asarray(X.indices).astype(np.int64)
+    # features the keys cannot name (ids >= base - 1, unseen in training) count as absent
+    present = (np.asarray(X.values) != 0) & (idx < base - 1)
+    order = np.argsort(np.where(present, idx, np.iinfo(np.int64).max), axis=1, kind="stable")
+    idx = np.take_along_axis(idx, order, axis=1)
+    present = np.take_along_axis(present, order, axis=1)
+    n, k = idx.shape
+    keys = [np.zeros((n, 1), np.int64)]
+    sizes = [np.zeros(1, np.int64)]
+    for j in range(1, degree + 1):
+        combos = np.asarray(list(itertools.combinations(range(k), j)), np.int64)
+        if combos.size == 0:
+            break
+        f = idx[:, combos]  # [n, nc, j], features ascending
+        ok = np.all(present[:, combos], axis=-1)
+        key = np.zeros(f.shape[:2], np.int64)
+        for i in range(j):
+            key += (f[..., i] + 1) * base ** i
+        keys.append(np.where(ok, key, -1))
+        sizes.append(np.full(len(combos), j, np.int64))
+    return np.concatenate(keys, axis=1), np.concatenate(sizes)
+
+
+class ExpandedInstance(NamedTuple):
+    """One example as explicit features: m = Σ margin_coef · w[ids]; an update adds
+    y τ step_coef to w[ids].
+
+    Attributes:
+        ids: `[K]` weight ids (padding: any id, coefficients 0).
+        margin_coef: `[K]` c_|U| (conjunctions) or the feature value (linear).
+        step_coef: `[K]` 1 (conjunctions) or the feature value (linear).
+        sq_norm: |x| = Σ_f x_f² over the primitive features (the step's divisor).
+    """
+
+    ids: Int[Array, "*block K"]
+    margin_coef: Float[Array, "*block K"]
+    step_coef: Float[Array, "*block K"]
+    sq_norm: Float[Array, "*block"]
+
+
+class ExplicitState(NamedTuple):
+    """`w`: `[n_weights + 1]` weights (the last slot, of unseen conjunctions, stays 0);
+    `n_updates`: updates so far."""
+
+    w: Float[Array, " D"]
+    n_updates: Int[Array, ""]
+
+
+class ExplicitPA(eqx.Module):
+    """PA-I on explicit features (`ExpandedInstance`s), the update rule of `KernelPA`.
+
+    Attributes:
+        C: the aggressiveness bound (> 0), an array leaf (vmap over a grid).
+        degree: d of the kernel the expansion stands for (for `textbook`; 1 in linear mode).
+        textbook: divide the step by K(x, x) = (1 + |x|)^d instead of |x| (static).
+        exact: int64 fixed-point weights (see `KernelPA`) (static).
+    """
+
+    C: Float[Array, ""]
+    degree: int = eqx.field(static=True, default=2)
+    textbook: bool = eqx.field(static=True, default=False)
+    exact: bool = eqx.field(static=True, default=False)
+
+    def init(self, n_weights: int, dtype: Any = None) -> ExplicitState:
+        """Zero weights: int64 counts of 2^-32 when `exact`, else `dtype`."""
+        dtype = jnp.result_type(self.C) if dtype is None else dtype
+        dtype = jnp.int64 if self.exact else dtype
+        return ExplicitState(jnp.zeros((n_weights + 1,), dtype), jnp.zeros((), jnp.int32))
+
+    def step(self, state: ExplicitState, x: ExpandedInstance, y: Any
+             ) -> tuple[ExplicitState, Float[Array, ""], Bool[Array, ""]]:
+        """(new state, the margin before the step, updated?)."""
+        w = state.w
+        fdt = x.sq_norm.dtype
+        m = jnp.sum(x.margin_coef.astype(w.dtype) * w[x.ids])
+        upd, delta, m = decide(m, jnp.asarray(y, fdt), x.sq_norm, self.C, self.degree,
+                               self.textbook)
+        w = w.at[x.ids].add(jnp.where(upd, delta, 0) * x.step_coef.astype(w.dtype))
+        return ExplicitState(w, state.n_updates + upd.astype(jnp.int32)), m, upd
+
+    def update(self, state: ExplicitState, x: ExpandedInstance, y: Any) -> ExplicitState:
+        return self.step(state, x, y)[0]
+
+
+class ConjunctionModel(eqx.Module):
+    """f(x) = Σ_{U ⊆ x, |U| ≤ d} c_|U| w_U (conjunction mode) or Σ_f w_f x_f (linear mode).
+
+    The expansion of new inputs runs on the host (NumPy), the sum in JAX.
+
+    Attributes:
+        weights: `[*batch, D + 1]` weights; the last is 0 (unseen conjunctions).
+        keys: `[D]` sorted int64 keys of the conjunctions (a host array; linear: empty;
+            a vmapped fit under x64 stacks copies of it, one per grid point).
+        degree: d (static).
+        linear: linear mode (static).
+        n_features: the feature ids the keys are built on (static).
+    """
+
+    weights: Float[Array, "*batch D1"]
+    keys: np.ndarray
+    degree: int = eqx.field(static=True)
+    linear: bool = eqx.field(static=True)
+    n_features: int = eqx.field(static=True)
+
+    def expand(self, X: SparseRows) -> ExpandedInstance:
+        """X as explicit features of this model (host). A `jax.vmap`ped fit stacks one copy
+        of the (identical) keys per grid point; the first is used."""
+        keys = np.asarray(self.keys)
+        keys = keys.reshape(-1, keys.shape[-1])[0] if keys.ndim > 1 else keys
+        return expand(X, keys, degree=self.degree, linear=self.linear,
+                      n_features=self.n_features, dtype=self.weights.dtype)
+
+    def decision_function(self, X: SparseRows) -> Float[Array, " m *batch"]:
+        e = self.expand(X)
+        w = self.weights.astype(e.margin_coef.dtype)
+        out = jnp.einsum("mk,...mk->...m", e.margin_coef, w[..., e.ids])
+        return jnp.moveaxis(out, 0, -1) if out.ndim > 1 else out
+
+    def predict(self, X: SparseRows) -> Int[Array, " m *batch"]:
+        """+1 where the margin is >= 0, else -1."""
+        return sign_labels(self.decision_function(X))
+
+
+def conjunction_table(X: SparseRows, degree: int) -> np.ndarray:
+    """The sorted int64 keys of every conjunction (∅ and 1..d features) of `X`'s rows."""
+    base = _base(X.n_features, degree)
+    keys, _ = _conjunction_keys(X, degree, base)
+    return np.unique(keys[keys >= 0])
+
+
+def _base(n_features: int, degree: int) -> int:
+    base = n_features + 1
+    if base ** degree >= 2 ** 62:
+        raise InputError(f"{n_features} features at degree {degree} overflow the 64-bit "
+                         "conjunction keys; renumber the features (frequency_order) first")
+    return base
+
+
+def expand(X: SparseRows, keys: np.ndarray, *, degree: int, linear: bool = False,
+           n_features: int | None = None, dtype: Any = None) -> ExpandedInstance:
+    """`X`'s rows as `ExpandedInstance`s over the weights named by `keys` (host).
+
+    Linear mode: the ids are the feature ids themselves (`keys` unused); conjunction mode
+    needs binary values and maps conjunctions missing from `keys` to the last weight."""
+    dtype = X.values.dtype if dtype is None else dtype
+    val = np.asarray(X.values).astype(np.float64)
+    sq = np.sum(val * val, axis=1)
+    d = X.n_features if n_features is None else n_features
+    if linear:
+        idx = np.asarray(X.indices)
+        known = idx < d  # unseen features: the last weight, coefficient 0
+        val = np.where(known, val, 0.0)
+        ids = np.where(known, idx, d).astype(np.int32)
+        sq = np.sum(val * val, axis=1)
+        return ExpandedInstance(jnp.asarray(ids), jnp.asarray(val, dtype),
+                                jnp.asarray(val, dtype), jnp.asarray(sq, dtype))
+    if not np.all((val == 0) | (val == 1)):
+        raise InputError("the conjunction expansion needs binary features (every value 1); "
+                         "use mode='kernel' or 'block' for real values")
+    allkeys, sizes = _conjunction_keys(X, degree, _base(d, degree))
+    if len(keys):
+        pos = np.minimum(np.searchsorted(keys, allkeys), len(keys) - 1)
+        found = (allkeys >= 0) & (keys[pos] == allkeys)
+    else:
+        pos = np.zeros(allkeys.shape, np.int64)
+        found = np.zeros(allkeys.shape, bool)
+    ids = np.where(found, pos, len(keys)).astype(np.int32)
+    c = np.asarray(conjunction_coefficients(degree), np.float64)[sizes]
+    margin_coef = np.where(found, c[None, :], 0.0)
+    step_coef = found.astype(np.float64)
+    return ExpandedInstance(jnp.asarray(ids), jnp.asarray(margin_coef, dtype),
+                            jnp.asarray(step_coef, dtype), jnp.asarray(sq, dtype))
+
+
+def index_rows(e: ExpandedInstance, i: Any) -> ExpandedInstance:
+    """Row(s) `i` of a batch of expanded instances."""
+    return jax.tree.map(lambda a: a[i], e)

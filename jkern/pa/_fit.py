@@ -1,0 +1,255 @@
+"""`fit`: PA-I over a file-ordered stream of epochs, in one of four modes, as a `Solution`.
+
+Modes (all the same PA-I, `_kernel`'s rule; the first three the same model):
+
+- `"kernel"`: pure kernel, one example at a time (`KernelPA.step`);
+- `"block"`: exact blocks of `block_size` examples (`KernelPA.step_block`);
+- `"explicit"`: linear PA-I on the degree-d conjunction expansion (binary features);
+- `"linear"`: opal's linear PA-I on the primitive features, no bias (another model).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from .._labels import sign_labels
+from .._solution import RESULTS, Solution
+from .._sparse import SparseRows
+from .._validate import concrete, float_dtype, is_traced, plus_minus_labels, positive, positive_int
+from ..errors import InputError
+from ._data import is_binary, unique_rows
+from ._explicit import ConjunctionModel, ExplicitPA, conjunction_table, expand, index_rows
+from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins
+
+MODES = ("kernel", "block", "explicit", "linear")
+
+
+class SupportVectorModel(eqx.Module):
+    """f(x) = Σ_i α_i (1 + s_i·x)^d over support vectors s_i (padded index/value rows).
+
+    A `jax.vmap`ped fit gives leading batch axes (then unused slots have α = 0).
+
+    Attributes:
+        indices: `[*batch, n_sv, k]` feature ids of the support vectors.
+        values: `[*batch, n_sv, k]` their values (padding 0).
+        alpha: `[*batch, n_sv]` their weights.
+        degree: d (static).
+        n_features: feature ids are below this (static).
+    """
+
+    indices: Int[Array, "*batch n_sv k"]
+    values: Float[Array, "*batch n_sv k"]
+    alpha: Float[Array, "*batch n_sv"]
+    degree: int = eqx.field(static=True)
+    n_features: int = eqx.field(static=True)
+
+    def decision_function(self, X: SparseRows, *, block: int = 64) -> Float[Array, " m *batch"]:
+        """The margins of `X`'s rows, `block` rows per batched computation (features the
+        model has never seen, ids >= n_features, are ignored)."""
+        if self.alpha.ndim > 1:
+            inner = eqx.filter_vmap(lambda mdl: mdl.decision_function(X, block=block))(self)
+            return jnp.moveaxis(inner, 0, -1)
+        idx = jnp.asarray(X.indices)
+        val = jnp.asarray(X.values, self.alpha.dtype)
+        known = idx < self.n_features
+        idx, val = jnp.where(known, idx, 0), jnp.where(known, val, 0)
+        m = idx.shape[0]
+        B = max(1, min(block, m))
+        pad = -m % B
+        idx = jnp.pad(idx, ((0, pad), (0, 0))).reshape(-1, B, idx.shape[1])
+        val = jnp.pad(val, ((0, pad), (0, 0))).reshape(-1, B, val.shape[1])
+        return _margins(self, idx, val).reshape(-1)[:m]
+
+    def predict(self, X: SparseRows) -> Int[Array, " m *batch"]:
+        """+1 where the margin is >= 0, else -1."""
+        return sign_labels(self.decision_function(X))
+
+
+@eqx.filter_jit
+def _margins(model: SupportVectorModel, idx, val):
+    cols = jnp.arange(idx.shape[1])[:, None]
+
+    def one(args):
+        i, v = args
+        dense = jnp.zeros((model.n_features, i.shape[0]), val.dtype).at[i, cols].add(v)
+        return chunk_margins(model.indices, model.values, model.alpha, model.alpha.shape[0],
+                             dense, model.degree)
+
+    return jax.lax.map(one, (idx, val))
+
+
+def _stream(n: int, epochs: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions visited (file order, `epochs` times) padded to whole blocks, and the mask."""
+    order = np.tile(np.arange(n, dtype=np.int32), epochs)
+    pad = -len(order) % block
+    mask = np.concatenate([np.ones(len(order), bool), np.zeros(pad, bool)])
+    return np.concatenate([order, np.zeros(pad, np.int32)]).reshape(-1, block), \
+        mask.reshape(-1, block)
+
+
+@eqx.filter_jit
+def _run_kernel(learner: KernelPA, state: KernelState, data: Instance, y, order, mask,
+                record: bool):
+    blocked = order.shape[1] > 1
+
+    def visit(state, t):
+        if blocked:
+            pos, valid = order[t], mask[t]
+            xs = jax.tree.map(lambda a: a[pos], data)
+            state, m, upd = learner.step_block(state, xs, y[pos], valid)
+        else:
+            pos = order[t, 0]
+            x = jax.tree.map(lambda a: a[pos], data)
+            state, m, upd = learner.step(state, x, y[pos])
+            m, upd = m[None], upd[None]
+        return state, (m if record else None, upd)
+
+    state, (ms, upds) = jax.lax.scan(visit, state, jnp.arange(order.shape[0]))
+    return state, ms, upds
+
+
+@eqx.filter_jit
+def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
+    def visit(state, pos):
+        state, m, upd = learner.step(state, index_rows(data, pos), y[pos])
+        return state, (m if record else None, upd)
+
+    state, (ms, upds) = jax.lax.scan(visit, state, order[:, 0])
+    return state, ms, upds
+
+
+def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 10,
+        mode: str = "block", textbook: bool = False, capacity: int | None = None,
+        block_size: int = 32, record: bool = False, exact: bool | None = None,
+        dtype: Any = None, throw: bool = False) -> Solution[Any]:
+    """Online PA-I with the polynomial kernel (1 + s·x)^d, opal's rule (`jkern.pa.KernelPA`).
+
+    Visits the examples in file order, `epochs` times; no shuffling, no averaging.
+
+    Args:
+        X: the training vectors (a `SparseRows`; for opal's kernel-mode feature order,
+            renumber with `frequency_order` first: the model does not depend on it).
+        y: ±1 labels.
+        degree: d >= 1.
+        C: the aggressiveness bound (> 0; may be traced: `jax.vmap` over a grid of C).
+        epochs: passes over the data.
+        mode: `"kernel"` (pure kernel), `"block"` (exact blocks), `"explicit"` (linear PA-I
+            on the conjunction expansion; binary features only) or `"linear"` (opal's linear
+            mode on the primitive features: a different model, no bias).
+        textbook: step by (1 − y·m) / K(x, x) instead of opal's (1 − y·m) / |x|.
+        capacity: support-vector slots of the kernel modes; None (default): the number of
+            distinct training vectors, which always suffices. A fit that runs out raises
+            `InputError` (or, traced, returns `RESULTS.capacity_exceeded`).
+        block_size: examples per block in `"block"` mode.
+        record: keep every visit's margin in `stats["margins"]`.
+        exact: fixed-point weights (int64 counts of 2^-32) and integer kernel values, so
+            every mode sums the same integers and gives bit for bit the same updates
+            (binary features, float64). None (default): exact when the features are
+            binary and the dtype is float64. Float arithmetic (`exact=False`) drifts
+            between modes: opal's large steps amplify rounding differences (x10 every few
+            hundred updates), so long runs of different modes part ways.
+        dtype: computation dtype (default: X's values' floating dtype).
+        throw: raise unless the result is successful (`Solution.check`).
+
+    Returns:
+        A `Solution` with a `SupportVectorModel` (kernel modes) or a `ConjunctionModel`
+        (explicit, linear) and stats: `updates` (`[epochs]` updates per epoch),
+        `updated` (`[epochs, n]` whether each visit updated), `support_vectors` (distinct
+        vectors updated at least once), and `margins` (`[epochs, n]`, with `record`).
+
+    >>> import jax.numpy as jnp
+    >>> X = SparseRows.from_rows([{0: 1, 1: 1}, {0: 1}, {1: 1, 2: 1}, {2: 1}])
+    >>> sol = fit(X, [1, 1, -1, -1], degree=2, epochs=3)
+    >>> sol.model.predict(X).tolist(), sol.stats["updates"].tolist()
+    ([1, 1, -1, -1], [2, 1, 0])
+    """
+    if not isinstance(X, SparseRows):
+        raise InputError(f"X must be a jkern.SparseRows (read_sparse gives one), got "
+                         f"{type(X).__name__}")
+    if mode not in MODES:
+        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
+    degree = positive_int("degree", degree)
+    epochs = positive_int("epochs", epochs)
+    block_size = positive_int("block_size", block_size)
+    n = len(X)
+    if n < 1:
+        raise InputError("X has no rows")
+    if is_traced(X.indices) or is_traced(X.values):
+        raise InputError("fit needs concrete X (the vector ids are computed on the host); "
+                         "vmap over C, not over the data")
+    dt = float_dtype(dtype, X.values)
+    X = X.astype(dt)
+    if not np.all(np.isfinite(np.asarray(X.values))):
+        raise InputError("X holds NaN or inf values")
+    y = plus_minus_labels("y", y, n, dt)
+    C = positive("C", C, dt)
+    uids, n_vectors = unique_rows(X)
+    f64 = jnp.dtype(dt) == jnp.dtype(jnp.float64)
+    binary = is_binary(X)
+    if exact is None:
+        exact = binary and f64
+    elif exact and not (binary and f64):
+        raise InputError("exact=True needs binary features (every value 1) and float64 "
+                         "(jax.config.update('jax_enable_x64', True)); pass exact=False")
+
+    if mode in ("kernel", "block"):
+        if capacity is None:
+            capacity = n_vectors
+        capacity = positive_int("capacity", capacity)
+        B = block_size if mode == "block" else 1
+        learner = KernelPA(C, degree=degree, textbook=textbook, exact=exact)
+        state = learner.init(capacity=capacity, width=X.indices.shape[1],
+                             n_features=X.n_features, n_vectors=n_vectors, block=B, dtype=dt)
+        data = Instance(X.indices.astype(jnp.int32), X.values, jnp.asarray(uids))
+        order, mask = _stream(n, epochs, B)
+        state, ms, upds = _run_kernel(learner, state, data, y, jnp.asarray(order),
+                                      jnp.asarray(mask), record)
+        alpha = state.alpha.astype(dt) / SCALE if exact else state.alpha
+        finite = jnp.all(jnp.isfinite(alpha))
+        code = jnp.where(state.overflow, RESULTS.capacity_exceeded,
+                         jnp.where(finite, RESULTS.successful, RESULTS.nonfinite))
+        model: Any = SupportVectorModel(state.sv_indices, state.sv_values, alpha,
+                                        degree, X.n_features)
+        n_sv = concrete(state.n_sv)
+        overflow = concrete(state.overflow)
+        if overflow is not None and bool(overflow):
+            raise InputError(f"capacity={capacity} support vectors is too small for this "
+                             "data: pass a larger capacity, or None (the number of distinct "
+                             f"training vectors, {n_vectors}, always suffices)")
+        if n_sv is not None:
+            k = int(n_sv)
+            model = SupportVectorModel(state.sv_indices[:k], state.sv_values[:k],
+                                       alpha[:k], degree, X.n_features)
+    else:
+        linear = mode == "linear"
+        keys = np.zeros(0, np.int64) if linear else conjunction_table(X, degree)
+        data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
+        learner = ExplicitPA(C, degree=1 if linear else degree,
+                             textbook=textbook and not linear, exact=exact)
+        n_weights = X.n_features if linear else len(keys)
+        state = learner.init(n_weights, dtype=dt)
+        order, _ = _stream(n, epochs, 1)
+        state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order), record)
+        w = state.w.astype(dt) / SCALE if exact else state.w
+        finite = jnp.all(jnp.isfinite(w))
+        code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)
+        model = ConjunctionModel(w, keys, degree=1 if linear else degree, linear=linear,
+                                 n_features=X.n_features)
+
+    visits = n * epochs
+    upds = upds.reshape(-1)[:visits].reshape(epochs, n)
+    touched = jnp.zeros((n_vectors,), bool).at[jnp.asarray(uids)].max(jnp.any(upds, axis=0))
+    stats: dict[str, Any] = {
+        "updates": jnp.sum(upds, axis=1, dtype=jnp.int32),
+        "updated": upds,
+        "support_vectors": jnp.sum(touched, dtype=jnp.int32),
+    }
+    if ms is not None:
+        stats["margins"] = ms.reshape(-1)[:visits].reshape(epochs, n)
+    return Solution(model, code.astype(jnp.int32), stats).check(throw)
