@@ -18,7 +18,7 @@ from .._solution import Solution, result_code
 from .._sparse import Features, SparseRows, n_rows
 from .._validate import float_dtype, is_traced, positive, positive_int
 from ..errors import InputError
-from . import _bcd
+from . import _bcd, _hybrid
 from ._relaxation import (
     Check,
     Problem,
@@ -69,6 +69,17 @@ def _solve_bcd(x, cons, lay, lam, mu, tol, key, *, max_iter: int, check_every: i
     return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
 
 
+@functools.partial(jax.jit, static_argnames=("max_iter", "primal_steps", "sweeps", "refine"))
+def _solve_hybrid(x, cons, lay, lam, mu, tol, *, max_iter: int, primal_steps: int,
+                  sweeps: int, refine: int):
+    prob = Problem(x, cons, lam, mu, jnp.zeros((), lam.dtype))
+    k, chk, y_hat, w, z, history, n_sweeps = _hybrid.solve(
+        prob, lay, tol, max_iter=max_iter, primal_steps=primal_steps, sweeps=sweeps,
+        refine=refine)
+    finite = jnp.isfinite(chk.gap) & jnp.isfinite(chk.primal)
+    return k, chk, y_hat, w, z, history, n_sweeps, result_code(chk.gap <= tol, finite)
+
+
 def _check_features(x: Any) -> Features:
     if isinstance(x, SparseRows):
         return x
@@ -108,6 +119,7 @@ def fit(
     max_iter: int | None = None,
     check_every: int | None = None,
     refine: int | None = None,
+    primal_steps: int = 150,
     key: Any = None,
     dtype: Any = None,
     throw: bool = False,
@@ -125,13 +137,19 @@ def fit(
         classes: names of the C = K + 1 classes, NA first (default 0..K).
         tol: stop when the relative duality gap (primal - dual) / primal <= tol.
         method: `"fista"` (default), accelerated projected gradient with step 1 / (3 ||Q||)
-            (the features may be traced), or `"bcd"`, exact block coordinate ascent on the
+            (the features may be traced); `"bcd"`, exact block coordinate ascent on the
             dual (`_bcd`: each block's own curvature sets its step, so it is not slowed down
-            by a large ||Q|| as FISTA is; slower than FISTA where ||Q|| / lam is small).
-        max_iter: sweeps over the pairs (bcd, default 2,000) or FISTA steps (default 20,000)
-            at most; `check_every`: sweeps (default 1) or steps (default 10) between checks.
+            by a large ||Q|| as FISTA is; slower than FISTA where ||Q|| / lam is small); or
+            `"hybrid"`, cycles of a preconditioned primal phase in W and a few bcd sweeps
+            (`_hybrid`: the method for large, ill-conditioned data such as ds-wordnet).
+        max_iter: at most this many sweeps over the pairs (bcd, default 2,000), FISTA steps
+            (default 20,000) or cycles (hybrid, default 100). `check_every`: sweeps (bcd,
+            default 1) or steps (FISTA, default 10) between checks; for hybrid, the bcd
+            sweeps of a cycle (default 15; every cycle ends with a check).
         refine: steps that tighten each check's primal bound by choosing the labelling
-            (`check`; default 30 for bcd, 0 for fista): the gap is certified either way.
+            (`check`; default 30 for bcd and hybrid, 0 for fista): the gap is certified
+            either way. Hybrid's primal phase labels with as many steps.
+        primal_steps: hybrid only: the primal phase's steps per cycle.
         key: bcd only: a PRNG key visits the pairs in a fresh random order each sweep (None:
             in index order).
         dtype: the computation's float dtype (default the features').
@@ -142,24 +160,28 @@ def fit(
         labelling, rows on the simplex), `Z` (dual coefficients: scores of a new mention are
         sum_i k(x, x_i) Z_i), `primal`, `dual`, `gap`, `violation`, `n_iter` (sweeps or
         steps), `restarts` (FISTA),
-        `history` (`[checks, 4]`: primal, dual, gap, violation per check, NaN past the end),
-        `sigma_max_sq` (FISTA).
+        `history` (`[checks, 4]`: primal, dual, gap, violation per check, NaN past the end;
+        hybrid: the best bound and dual value so far), `sigma_max_sq` (FISTA), `sweeps`
+        (hybrid: bcd sweeps in all).
     """
-    if method not in ("bcd", "fista"):
-        raise InputError(f"method must be 'bcd' or 'fista', got {method!r}")
+    if method not in ("bcd", "fista", "hybrid"):
+        raise InputError(f"method must be 'fista', 'bcd' or 'hybrid', got {method!r}")
     x = _check_features(x)
     dt = float_dtype(_features_dtype(x) if dtype is None else dtype)
     x = _cast(x, dt)
     bcd = method == "bcd"
-    max_iter = positive_int("max_iter", (2_000 if bcd else 20_000) if max_iter is None
-                            else max_iter)
-    check_every = positive_int("check_every", (1 if bcd else 10) if check_every is None
+    hybrid = method == "hybrid"
+    defaults = {"fista": (20_000, 10, 0), "bcd": (2_000, 1, 30), "hybrid": (100, 15, 30)}
+    default_iter, default_every, default_refine = defaults[method]
+    max_iter = positive_int("max_iter", default_iter if max_iter is None else max_iter)
+    check_every = positive_int("check_every", default_every if check_every is None
                                else check_every)
-    refine = (30 if bcd else 0) if refine is None else refine
+    primal_steps = positive_int("primal_steps", primal_steps)
+    refine = default_refine if refine is None else refine
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         raise InputError(f"refine must be an int >= 0, got {refine!r}")
     if key is not None and not bcd:
-        raise InputError("key orders the pairs of method='bcd'; FISTA draws nothing")
+        raise InputError(f"key orders the pairs of method='bcd'; {method} draws nothing")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
         raise InputError(f"tol must be a finite number > 0, got {tol!r}")
     cons = constraints(mention_pair, relations, at_least=at_least, dtype=dt)
@@ -176,21 +198,30 @@ def fit(
                          f"{cons.n_classes - 1} relations + NA = {cons.n_classes}")
     lam = positive("lam", lam, dt)
     mu = positive("mu", mu, dt)
-    if bcd:
+    if hybrid:
+        _bcd.check_features(x)
+        lay = _bcd.layout(x, cons)
+        n_iter, chk, y_hat, w, z, history, sweeps, result = _solve_hybrid(
+            x, cons, lay, lam, mu, jnp.asarray(tol, dt), max_iter=max_iter,
+            primal_steps=primal_steps, sweeps=check_every, refine=refine)
+        extra = {"sweeps": sweeps}
+    elif bcd:
         _bcd.check_features(x)
         lay = _bcd.layout(x, cons)
         state, chk, y_hat, w, z, history, result = _solve_bcd(
             x, cons, lay, lam, mu, jnp.asarray(tol, dt), key, max_iter=max_iter,
             check_every=check_every, refine=refine)
+        n_iter = state.n_iter
         extra = {}
     else:
         sigma_sq = spectral_norm_sq(x, dtype=dt)
         state, chk, y_hat, w, z, history, result = _solve(
             x, cons, lam, mu, sigma_sq, jnp.asarray(tol, dt), max_iter=max_iter,
             check_every=check_every, refine=refine)
+        n_iter = state.n_iter
         extra = {"restarts": state.restarts, "sigma_max_sq": sigma_sq}
     stats = {"Y": y_hat, "Z": z, "primal": chk.primal, "dual": chk.dual, "gap": chk.gap,
-             "violation": chk.violation, "n_iter": state.n_iter, "history": history,
+             "violation": chk.violation, "n_iter": n_iter, "history": history,
              **extra}
     sol = Solution(RelationModel(w, classes), result, stats)
     return sol.check(throw)

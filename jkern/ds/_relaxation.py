@@ -329,25 +329,38 @@ def _objectives(prob: Problem, d: DualPoint, y: Float[Array, "n c"], w: Any, ref
 
 def _best_labelling(prob: Problem, xw: Float[Array, "n c"], lam0: Float[Array, "p c"],
                     steps: int) -> Float[Array, "n c"]:
-    """Y (rows on the simplex) approximately minimizing ||Y - XW||^2 / (2 lam) + mu sum slack.
+    """The labelling of `label_pairs` (its Y only)."""
+    return label_pairs(prob, xw, lam0, steps)[0]
+
+
+def label_pairs(prob: Problem, xw: Float[Array, "n c"], a0: Float[Array, "p c"], steps: int
+                ) -> tuple[Float[Array, "n c"], Float[Array, "p c"], Float[Array, "n 1"]]:
+    """Y (rows on the simplex) approximately minimizing ||Y - XW||^2 / (2 lam) + mu sum slack
+    for the scores XW = `xw`; returns (Y, the pair multipliers a, each row's threshold).
 
     With a multiplier a_pk in [0, mu] per pair constraint, mu max(0, R - S s) = max_a a (R - S s),
     and for fixed a the best row is y_i = proj_simplex(x_i W + lam S_p o a_p). The multipliers
     ascend their concave dual by projected gradient (slope R - S o (E Y), step 1 / (lam n_p):
-    the slope's Lipschitz constant), from the dual iterate's Lambda. Any Y it returns is
-    feasible, so the bound stays valid however many steps run.
+    the slope's Lipschitz constant), from `a0`. Any Y it returns is feasible, so a bound built
+    on it stays valid however many steps run; and Y, a and the thresholds theta split
+    (Y - XW) / lam exactly into a dual point: Lam = a, nu_i = -theta_i / lam, and Sig_i =
+    max(theta_i - u_i, 0) / lam >= 0 for u_i = x_i W + lam S_p o a_p (`_hybrid`).
     """
     cons = prob.cons
     step = 1.0 / (prob.lam * cons.pair_size[:, None])
 
     def labelling(a):
-        return project_rows_simplex(xw + prob.lam * (cons.sign * a)[cons.mention_pair])
+        u = xw + prob.lam * (cons.sign * a)[cons.mention_pair]
+        theta = simplex_threshold(u)
+        return jnp.maximum(u - theta, 0.0), theta
 
     def body(_, a):
-        slope = cons.bound - cons.sign * _pair_sum(cons, labelling(a))
+        slope = cons.bound - cons.sign * _pair_sum(cons, labelling(a)[0])
         return jnp.clip(a + step * slope, 0.0, prob.mu)
 
-    return labelling(jax.lax.fori_loop(0, steps, body, lam0))
+    a = jax.lax.fori_loop(0, steps, body, a0)
+    y, theta = labelling(a)
+    return y, a, theta
 
 
 def spectral_norm_sq(x: Features, *, max_iter: int = 500, rtol: float = 1e-7,
