@@ -9,8 +9,10 @@ lam = mu = 1.
 Each solve runs in a fresh process, as a user's would: wall, CPU seconds (user + sys) and peak
 RSS of the whole process come from wait4 (imports, compilation and building the problem
 included); the solve's own seconds are printed beside them. jkern solves to a relative
-duality gap of --tol (default 1e-7, float64): its primal objective is within that of the
-optimum, so a cvxpy objective within 1e-6 of it has reached the optimum ("reaches"). cvxpy gets
+duality gap of --tol (default 1e-6, float64): its primal objective is within that of the
+optimum. A cvxpy objective within 1e-6 (relative) of jkern's "reaches" it: the two solvers
+then agree to the accuracy issue 20 asks for, and the line printed per size names the
+fastest cvxpy solver that does, with its time over jkern's. cvxpy gets
 the primal in its ridge form, min over (Y, W, xi) of (||Y - X W||^2 + lam ||W||^2) / (2 lam) +
 mu sum xi (sparse X, no N x N matrix: the cheapest form to give it); `--cvxpy-form quad` gives
 it 1/2 ||L^-1 Y||^2 with Q = L L^T instead (the formulation as written, dense N x N). A cvxpy
@@ -161,7 +163,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="jkern runs per size (median)")
     ap.add_argument("--cvxpy-repeats", type=int, default=1, help="cvxpy runs per size")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per cvxpy run")
-    ap.add_argument("--tol", type=float, default=1e-7, help="jkern's relative duality gap")
+    ap.add_argument("--tol", type=float, default=1e-6, help="jkern's relative duality gap")
     ap.add_argument("--cvxpy-form", choices=("ridge", "quad"), default="ridge")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one measured solve
     ap.add_argument("--instance", help=argparse.SUPPRESS)
@@ -202,6 +204,12 @@ def main(argv=None) -> int:
         compare(by_solver)
         for solver in solvers:
             print_row(by_solver[solver])
+        reaching = [r for r in by_solver.values() if r.get("reaches")]
+        if reaching:
+            best = min(reaching, key=lambda r: r["wall_s"])
+            print(f"N={n:>6}  fastest cvxpy solver reaching jkern's objective: "
+                  f"{best['solver']}, wall x{best['wall_ratio']:.1f}, CPU x{best['cpu_ratio']:.1f}"
+                  f", solve x{best['solve_s'] / by_solver['jkern']['solve_s']:.1f}", flush=True)
     out = write_result(args.out_dir, "bench_ds", rows, argv,
                        settings={"features": FEATURES, "per_row": PER_ROW,
                                  "relations": RELATIONS, "lam": 1.0, "mu": 1.0,

@@ -289,3 +289,18 @@ def test_real_data_with_max_pairs(tmp_path, capsys):
     assert int(figures["facts"]) == sum(int(r[4]) for r in rows) > 0
     # better than chance: the top 100 hold more facts than the overall rate
     assert float(figures["p_at_100"]) > int(figures["facts"]) / 2000
+
+
+def test_hybrid_method_trains_the_same_model(tiny, tmp_path, capsys):
+    models = {}
+    for method in ("fista", "hybrid"):
+        models[method] = tmp_path / f"{method}.npz"
+        code, err, _ = _run(capsys, "ds", "train", tiny, "--method", method, "--tol", "1e-9",
+                            "--max-iter", "100000", "--out", models[method])
+        assert code == 0, err
+        assert "(converged" in err[0]
+    fista, hybrid = (jkern.load(models[m]) for m in ("fista", "hybrid"))
+    m = load_ds_wordnet(tiny).test.mentions
+    scores = [np.asarray(e.pair_scores(m.tokens, m.e1_token, m.e2_token, m.mention_pair,
+                                       int(m.mention_pair.max()) + 1)) for e in (fista, hybrid)]
+    np.testing.assert_allclose(scores[1], scores[0], atol=1e-3)

@@ -128,6 +128,54 @@ def test_block_coordinate_ascent_on_blocks_and_vmap() -> None:
                                rtol=1e-9)
 
 
+@pytest.mark.parametrize(("case", "primal_steps", "sweeps"),
+                         [(CASES[1], 150, 15), (CASES[2], 5, 1), (CASES[3], 150, 15)],
+                         ids=["n120-sparse", "n200-dense-short-cycles", "n300-sparse"])
+def test_hybrid_matches_cvxpy(case, primal_steps, sweeps) -> None:
+    seed, n, d, k, sparse, lam, mu = case
+    x, mp, rel = instance(seed, n, d, k, sparse=sparse)
+    ref_value, _ = cvxpy_reference(x, mp, rel, lam, mu)
+    features = jkern.SparseRows.from_dense(x) if sparse else x
+    sol = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=1e-8, method="hybrid",
+                 primal_steps=primal_steps, check_every=sweeps, max_iter=2_000, throw=True)
+    st = sol.stats
+    assert abs(float(st["primal"]) - ref_value) <= 1e-6 * abs(ref_value)
+    assert float(st["gap"]) <= 1e-8
+    assert float(st["dual"]) <= ref_value * (1 + 1e-9)
+    assert int(st["sweeps"]) == sweeps * int(st["n_iter"])
+    if primal_steps == 5:  # short cycles: several, and the best bound never rises
+        history = np.asarray(st["history"])[: int(st["n_iter"])]
+        assert len(history) > 1 and np.all(np.diff(history[:, 0]) <= 0)
+        assert np.all(np.diff(history[:, 1]) >= 0)
+    y = np.asarray(st["Y"])
+    assert y.min() >= -1e-12 and np.abs(y.sum(axis=1) - 1).max() <= 1e-9
+    exact = ds.primal_objective(x, y, mp, rel, lam=lam, mu=mu)
+    assert exact <= float(st["primal"]) * (1 + 1e-9) + 1e-12
+    assert abs(exact - ref_value) <= 1e-6 * abs(ref_value)
+
+
+def test_hybrid_on_blocks_and_vmap() -> None:
+    x, mp, rel = instance(14, 90, 20, 3, sparse=True)
+    # one feature in every mention, much larger than the rest: sigma_max(X)^2 / lam large
+    x = np.concatenate([x, np.full((90, 1), 3.0)], axis=1)
+    blocks = (jkern.SparseRows.from_dense(x[:, :12]), x[:, 12:])
+    kw = dict(lam=0.5, mu=2.0, tol=1e-9, method="hybrid", primal_steps=20, check_every=2)
+    whole = ds.fit(x, mp, rel, **kw)
+    split = ds.fit(blocks, mp, rel, **kw)
+    assert float(whole.stats["gap"]) <= 1e-9 and float(split.stats["gap"]) <= 1e-9
+    np.testing.assert_allclose(split.stats["primal"], whole.stats["primal"], rtol=1e-8)
+    np.testing.assert_allclose(split.model.decision_function(blocks),
+                               whole.model.decision_function(x), atol=1e-3)
+
+    def primal(lam, mu):
+        return ds.fit(x, mp, rel, lam=lam, mu=mu, tol=1e-9, method="hybrid",
+                      primal_steps=20, check_every=2).stats["primal"]
+
+    lams, mus = jnp.asarray([0.5, 2.0]), jnp.asarray([1.0, 4.0])
+    np.testing.assert_allclose(jax.vmap(primal)(lams, mus),
+                               [primal(0.5, 1.0), primal(2.0, 4.0)], rtol=1e-8)
+
+
 def test_dense_and_sparse_give_the_same_labelling() -> None:
     x, mp, rel = instance(7, 120, 25, 4, sparse=True)
     kw = dict(lam=0.7, mu=2.0, tol=1e-10, max_iter=100_000)
@@ -227,6 +275,10 @@ def test_bad_input_is_refused() -> None:
         ds.fit(x, mp, rel, refine=-1)
     with pytest.raises(InputError, match="concrete"):
         jax.jit(lambda v: ds.fit(v, mp, rel, method="bcd").stats["gap"])(x)
+    with pytest.raises(InputError, match="concrete"):
+        jax.jit(lambda v: ds.fit(v, mp, rel, method="hybrid").stats["gap"])(x)
+    with pytest.raises(InputError, match="primal_steps"):
+        ds.fit(x, mp, rel, method="hybrid", primal_steps=0)
     with pytest.raises(InputError, match="no mention"):
         ds.fit(x, mp, np.vstack([rel, rel[:1]]))
     with pytest.raises(InputError, match="mention_pair has"):

@@ -49,14 +49,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     solver.add_argument("--tol", type=positive_float, default=None, metavar="T",
                         help="stop at this relative duality gap (default 1e-4)")
     solver.add_argument("--max-iter", type=positive_int, default=None, metavar="N",
-                        help="most solver steps (fista, default 20000) or sweeps (bcd, "
-                             "default 2000)")
-    solver.add_argument("--method", choices=("fista", "bcd"), default=None,
+                        help="most solver steps (fista, default 20000), sweeps (bcd, "
+                             "default 2000) or cycles (hybrid, default 100)")
+    solver.add_argument("--method", choices=("fista", "bcd", "hybrid"), default=None,
                         help="fista: accelerated projected gradient (default); bcd: exact "
-                             "block coordinate ascent (docs/distant_supervision.md)")
+                             "block coordinate ascent; hybrid: a preconditioned primal phase "
+                             "and bcd sweeps in cycles, for large ill-conditioned data such "
+                             "as the full training split (docs/distant_supervision.md)")
     solver.add_argument("--refine", type=int, default=None, metavar="R",
                         help="steps choosing the labelling behind each check's primal bound "
-                             "(default 0 for fista, 30 for bcd)")
+                             "(default 0 for fista, 30 for bcd and hybrid)")
     solver.add_argument("--require-converged", action="store_true",
                         help="fail (exit 1, no model written) unless the gap reached --tol")
     feats = train.add_argument_group("features (jkern.ds.train_extractor)")

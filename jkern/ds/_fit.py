@@ -199,7 +199,7 @@ def fit(
     lam = positive("lam", lam, dt)
     mu = positive("mu", mu, dt)
     if hybrid:
-        _bcd.check_features(x)
+        _bcd.check_features(x, method)
         lay = _bcd.layout(x, cons)
         n_iter, chk, y_hat, w, z, history, sweeps, result = _solve_hybrid(
             x, cons, lay, lam, mu, jnp.asarray(tol, dt), max_iter=max_iter,
