@@ -9,7 +9,8 @@ curve, average precision, precision at the top 100, 200, 500 (`jkern.ds.held_out
 positive facts among 19,984 x 10 items on the full test split). Mention scores become pair
 scores by --aggregate (max by default: Mintz 2009, Riedel 2010, Grave 2014). Rows:
 
-- grave / linear: the relaxation (`jkern.ds.fit`, --lam, --mu, --tol, --max-iter) on the
+- grave / linear: the relaxation (`jkern.ds.fit`, --method (default hybrid), --lam, --mu,
+  --tol, --max-iter) on the
   lexical mention features (`jkern.ds.lexical_features`: Mintz-style, nouns left out; a
   vocabulary fit on the training mentions, rows L2-normalized).
 - grave / poly(min,max): the lexical columns kept when their document frequency (training
@@ -369,8 +370,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--mu", type=float, default=1.0, help="slack cost mu")
     g.add_argument("--tol", type=float, default=1e-4, help="relative duality gap")
     g.add_argument("--max-iter", type=int, default=None,
-                   help="steps (fista) or sweeps (bcd); default the library's")
-    g.add_argument("--method", choices=("fista", "bcd"), default="fista")
+                   help="steps (fista), sweeps (bcd) or cycles (hybrid); default the "
+                        "library's")
+    g.add_argument("--method", choices=("fista", "bcd", "hybrid"), default="hybrid",
+                   help="the relaxation's solver (hybrid: the one that reaches the gap on "
+                        "the full training split)")
     g.add_argument("--refine", type=int, default=None,
                    help="steps choosing the labelling behind each primal bound (library "
                         "default)")
