@@ -183,7 +183,8 @@ def test_not_converged_warns_or_fails(tiny, tmp_path, capsys):
     model = tmp_path / "m.npz"
     argv = ["ds", "train", tiny, "--poly", "--min-count", "1", "--max-count", "10", "--svd",
             "4", "--max-pairs", "6", "--seed", "2", "--lam", "0.5", "--mu", "2", "--tol",
-            "1e-6", "--max-iter", "3", "--dtype", "float32", "--out", model]
+            "1e-6", "--method", "fista", "--max-iter", "3", "--dtype", "float32", "--out",
+            model]
     code, err, _ = _run(capsys, *argv, "--require-converged")
     assert code == 1
     assert len(err) == 1 and err[0].startswith("jkern: error: the solver did not converge")

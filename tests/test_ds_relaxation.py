@@ -76,7 +76,8 @@ def test_matches_cvxpy(case) -> None:
     ref_value, _ = cvxpy_reference(x, mp, rel, lam, mu)
     features = jkern.SparseRows.from_dense(x) if sparse else x
     tol = 1e-8
-    sol = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=tol, max_iter=100_000, throw=True)
+    sol = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=tol, method="fista", max_iter=100_000,
+                 throw=True)
     st = sol.stats
     primal = float(st["primal"])
     assert abs(primal - ref_value) <= 1e-6 * abs(ref_value), (primal, ref_value)
@@ -107,7 +108,8 @@ def test_block_coordinate_ascent_matches_cvxpy(case, key) -> None:
     exact = ds.primal_objective(x, y, mp, rel, lam=lam, mu=mu)
     assert abs(exact - ref_value) <= 1e-6 * abs(ref_value)
     # the same classifier as FISTA's to the precision of the solves
-    fista = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=1e-10, max_iter=200_000)
+    fista = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=1e-10, method="fista",
+                   max_iter=200_000)
     np.testing.assert_allclose(sol.model.decision_function(features),
                                fista.model.decision_function(features), atol=2e-3)
 
@@ -178,7 +180,7 @@ def test_hybrid_on_blocks_and_vmap() -> None:
 
 def test_dense_and_sparse_give_the_same_labelling() -> None:
     x, mp, rel = instance(7, 120, 25, 4, sparse=True)
-    kw = dict(lam=0.7, mu=2.0, tol=1e-10, max_iter=100_000)
+    kw = dict(lam=0.7, mu=2.0, tol=1e-10, method="fista", max_iter=100_000)
     dense = ds.fit(x, mp, rel, **kw)
     sparse = ds.fit(jkern.SparseRows.from_dense(x), mp, rel, **kw)
     blocks = ds.fit((jkern.SparseRows.from_dense(x[:, :10]), x[:, 10:]), mp, rel, **kw)
@@ -196,7 +198,8 @@ def test_vmap_over_lam_and_mu_matches_a_loop() -> None:
     mus = jnp.asarray([0.5, 2.0, 8.0])
 
     def solve(lam, mu):
-        st = ds.fit(x, mp, rel, lam=lam, mu=mu, tol=1e-9, max_iter=50_000).stats
+        st = ds.fit(x, mp, rel, lam=lam, mu=mu, tol=1e-9, method="fista",
+                    max_iter=50_000).stats
         return st["primal"], st["gap"], st["Y"]
 
     primal, gap, y = jax.vmap(solve)(lams, mus)
@@ -299,7 +302,19 @@ def test_bad_input_is_refused() -> None:
 
 def test_not_converged_is_reported() -> None:
     x, mp, rel = instance(13, 60, 10, 3, sparse=False)
-    sol = ds.fit(x, mp, rel, tol=1e-12, max_iter=20, check_every=10)
+    sol = ds.fit(x, mp, rel, tol=1e-12, method="fista", max_iter=20, check_every=10)
     assert int(sol.result) != int(jkern.RESULTS.successful)
     with pytest.raises(jkern.errors.ConvergenceError):
-        ds.fit(x, mp, rel, tol=1e-12, max_iter=20, check_every=10, throw=True)
+        ds.fit(x, mp, rel, tol=1e-12, method="fista", max_iter=20, check_every=10,
+               throw=True)
+
+
+def test_the_default_method_follows_the_features() -> None:
+    """hybrid for concrete features; FISTA (products only) when x is traced."""
+    x, mp, rel = instance(15, 60, 8, 3, sparse=False)
+    concrete = ds.fit(x, mp, rel, tol=1e-8)
+    assert "sweeps" in concrete.stats and float(concrete.stats["gap"]) <= 1e-8
+    traced = jax.jit(lambda v: ds.fit(v, mp, rel, tol=1e-8, max_iter=100_000).stats)(
+        jnp.asarray(x))
+    assert "restarts" in traced and float(traced["gap"]) <= 1e-8
+    np.testing.assert_allclose(traced["primal"], concrete.stats["primal"], rtol=1e-7)

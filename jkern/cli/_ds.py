@@ -52,10 +52,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         help="most solver steps (fista, default 20000), sweeps (bcd, "
                              "default 2000) or cycles (hybrid, default 100)")
     solver.add_argument("--method", choices=("fista", "bcd", "hybrid"), default=None,
-                        help="fista: accelerated projected gradient (default); bcd: exact "
-                             "block coordinate ascent; hybrid: a preconditioned primal phase "
-                             "and bcd sweeps in cycles, for large ill-conditioned data such "
-                             "as the full training split (docs/distant_supervision.md)")
+                        help="hybrid (default): a preconditioned primal phase and bcd "
+                             "sweeps in cycles; fista: accelerated projected gradient; bcd: "
+                             "exact block coordinate ascent (docs/distant_supervision.md)")
     solver.add_argument("--refine", type=int, default=None, metavar="R",
                         help="steps choosing the labelling behind each check's primal bound "
                              "(default 0 for fista, 30 for bcd and hybrid)")

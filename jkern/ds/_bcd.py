@@ -215,10 +215,14 @@ def solve(prob: Problem, lay: Layout, tol: Any, key: Any, *, max_iter: int,
     return state, chk, y_hat, w, z, history
 
 
+def features_traced(x: Features) -> bool:
+    """Whether any block of `x` is traced (under jit, grad or vmap over the features)."""
+    blocks = x if isinstance(x, tuple) else (x,)
+    return any(is_traced(b.values if isinstance(b, SparseRows) else b) for b in blocks)
+
+
 def check_features(x: Features, method: str = "bcd") -> None:
     """Block coordinate ascent reads rows: the features must be known now (not traced)."""
-    blocks = x if isinstance(x, tuple) else (x,)
-    for b in blocks:
-        if is_traced(b.values if isinstance(b, SparseRows) else b):
-            raise InputError(f"method={method!r} needs concrete features (its pair layout is "
-                             "built on the host); under jit over x use method='fista'")
+    if features_traced(x):
+        raise InputError(f"method={method!r} needs concrete features (its pair layout is "
+                         "built on the host); under jit over x use method='fista'")

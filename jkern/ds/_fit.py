@@ -115,7 +115,7 @@ def fit(
     at_least: float = 1.0,
     classes: tuple | None = None,
     tol: float = 1e-4,
-    method: str = "fista",
+    method: str | None = None,
     max_iter: int | None = None,
     check_every: int | None = None,
     refine: int | None = None,
@@ -136,12 +136,14 @@ def fit(
         at_least: R of a held relation (`constraints`).
         classes: names of the C = K + 1 classes, NA first (default 0..K).
         tol: stop when the relative duality gap (primal - dual) / primal <= tol.
-        method: `"fista"` (default), accelerated projected gradient with step 1 / (3 ||Q||)
-            (the features may be traced); `"bcd"`, exact block coordinate ascent on the
+        method: `"hybrid"` (the default for concrete features), cycles of a preconditioned
+            primal phase in W and a few bcd sweeps (`_hybrid`: it reaches small gaps on
+            large, ill-conditioned data such as ds-wordnet, where both dual methods alone
+            stall); `"fista"` (the default when the features are traced, e.g. under jit over
+            x), accelerated projected gradient with step 1 / (3 ||Q||); or `"bcd"`, exact
+            block coordinate ascent on the
             dual (`_bcd`: each block's own curvature sets its step, so it is not slowed down
-            by a large ||Q|| as FISTA is; slower than FISTA where ||Q|| / lam is small); or
-            `"hybrid"`, cycles of a preconditioned primal phase in W and a few bcd sweeps
-            (`_hybrid`: the method for large, ill-conditioned data such as ds-wordnet).
+            by a large ||Q|| as FISTA is; slower than FISTA where ||Q|| / lam is small).
         max_iter: at most this many sweeps over the pairs (bcd, default 2,000), FISTA steps
             (default 20,000) or cycles (hybrid, default 100). `check_every`: sweeps (bcd,
             default 1) or steps (FISTA, default 10) between checks; for hybrid, the bcd
@@ -164,6 +166,8 @@ def fit(
         hybrid: the best bound and dual value so far), `sigma_max_sq` (FISTA), `sweeps`
         (hybrid: bcd sweeps in all).
     """
+    if method is None:  # hybrid reads the features' rows on the host: FISTA under tracing
+        method = "fista" if _bcd.features_traced(x) else "hybrid"
     if method not in ("bcd", "fista", "hybrid"):
         raise InputError(f"method must be 'fista', 'bcd' or 'hybrid', got {method!r}")
     x = _check_features(x)
