@@ -131,8 +131,9 @@ def test_block_coordinate_ascent_on_blocks_and_vmap() -> None:
 
 
 @pytest.mark.parametrize(("case", "primal_steps", "sweeps"),
-                         [(CASES[1], 150, 15), (CASES[2], 5, 1), (CASES[3], 150, 15)],
-                         ids=["n120-sparse", "n200-dense-short-cycles", "n300-sparse"])
+                         [*[(c, 150, 15) for c in CASES], (CASES[2], 5, 1)],
+                         ids=[*[f"n{c[1]}-{'sparse' if c[4] else 'dense'}" for c in CASES],
+                              "n200-dense-short-cycles"])
 def test_hybrid_matches_cvxpy(case, primal_steps, sweeps) -> None:
     seed, n, d, k, sparse, lam, mu = case
     x, mp, rel = instance(seed, n, d, k, sparse=sparse)
