@@ -1,5 +1,9 @@
 """Tree classifiers end to end: labelled trees in, one model that classifies trees out.
 
+Two classes give one binary SVM (SVM-Light-TK's problem; its classes named (negative,
+positive), the positive class by `positive_class`), more give one SVM per class against the
+rest.
+
 Each function runs one learner of the contract (docs/learners.md) on trees and returns its
 `Solution` with a model that predicts from trees itself (`NystromModel`, `KernelExpansion`),
 ready for `jkern.save`. `jkern train` is a thin layer over these. With `progress=True` each
@@ -9,6 +13,7 @@ a line per cutting-plane iteration), from the host between compiled programs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,9 +29,9 @@ from .data._split import stratified_split
 from .errors import InputError
 from .kernels._base import AbstractKernel
 from .svm._cpa import cpa, svm_light_C
-from .svm._dcd import dcd_ovr
+from .svm._dcd import dcd, dcd_ovr
 from .svm._expansion import KernelExpansion, stack_expansions
-from .svm._ksvm import ksvm_ovr
+from .svm._ksvm import ksvm, ksvm_ovr
 
 
 def _classes(labels: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -43,14 +48,20 @@ def _classes(labels: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
 def train_nystrom_svm(projector: Nystrom | NystromEnsemble, trees: Sequence[Any],
                       labels: Sequence[Any], *, C: float = 1.0, key: jax.Array,
                       **gram_options: Any) -> Solution[NystromModel]:
-    """One-vs-rest linear SVMs (`dcd_ovr`) on the projector's embeddings of `trees`."""
+    """Linear SVMs by dual coordinate descent on the projector's embeddings of `trees`: one
+    binary SVM (`dcd`) for two classes, one-vs-rest (`dcd_ovr`) for more."""
     lab, classes = _classes(labels, len(trees))
     on = bool(gram_options.get("progress", False))
     with phase(on, f"Nystrom embedding of {len(trees)} trees ({projector.n_landmarks} "
                    "landmarks)"):
         x = projector.embed(trees, **gram_options)
-    with phase(on, f"dual coordinate descent, {_ovr(classes)}"):
-        sol = dcd_ovr(x, lab, C=C, key=key)
+    with phase(on, f"dual coordinate descent, {_svms(classes)}"):
+        if len(classes) == 2:
+            y, named = _binary(lab, classes)
+            sol = dcd(x, jnp.asarray(y), C=C, key=key)
+            sol = Solution(dataclasses.replace(sol.model, classes=named), sol.result, sol.stats)
+        else:
+            sol = dcd_ovr(x, lab, C=C, key=key)
         jax.block_until_ready(sol.model)
     return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
 
@@ -93,22 +104,36 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
 
 def train_kernel_svm(kernel: AbstractKernel, trees: Sequence[Any], labels: Sequence[Any], *,
                      C: float = 1.0, **gram_options: Any) -> Solution[KernelExpansion]:
-    """One-vs-rest C-SVMs (`ksvm_ovr`) on the full Gram matrix of `trees`, kept as a
-    `KernelExpansion` over the support trees."""
+    """C-SVMs by SMO on the full Gram matrix of `trees` (one binary `ksvm` for two classes,
+    one-vs-rest `ksvm_ovr` for more), kept as a `KernelExpansion` over the support trees."""
     from .kernels._gram import gram
 
     lab, classes = _classes(labels, len(trees))
     on = bool(gram_options.get("progress", False))
     with phase(on, f"Gram matrix of {len(trees)} trees"):
         g = gram(kernel, trees, **gram_options)
-    with phase(on, f"SMO, {_ovr(classes)}"):
-        sol = ksvm_ovr(g, lab, C=C)
-        jax.block_until_ready(sol.model)
-    return Solution(sol.model.expand(kernel, trees), sol.result, sol.stats)
+    with phase(on, f"SMO, {_svms(classes)}"):
+        if len(classes) == 2:
+            y, named = _binary(lab, classes)
+            sol = ksvm(g, y, C=C)
+            model = dataclasses.replace(sol.model, classes=named)
+        else:
+            sol = ksvm_ovr(g, lab, C=C)
+            model = sol.model
+        jax.block_until_ready(model)
+    return Solution(model.expand(kernel, trees), sol.result, sol.stats)
 
 
-def _ovr(classes: np.ndarray) -> str:
+def _svms(classes: np.ndarray) -> str:
+    if len(classes) == 2:
+        return f"one binary SVM (positive class {classes[positive_class(classes.tolist())]})"
     return f"{len(classes)} one-vs-rest SVMs"
+
+
+def _binary(lab: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, tuple[Any, Any]]:
+    """Two classes: the ±1 targets and the (negative, positive) class names."""
+    pos = positive_class(classes.tolist())
+    return np.where(lab == classes[pos], 1, -1), (classes[1 - pos].item(), classes[pos].item())
 
 
 def positive_class(classes: Sequence[Any]) -> int:

@@ -93,7 +93,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     predict.add_argument("model", metavar="MODEL.npz", help="a model from `jkern ds train`")
     predict.add_argument("data", metavar="DATA", help=data_help)
     predict.add_argument("--out", "-o", required=True, metavar="RANKED.tsv",
-                         help="e1, e2, relation, score, in_kb; highest score first")
+                         help="e1, e2, relation, score, in_kb; highest score first "
+                              "(required)")
     predict.add_argument("--split", choices=("train", "test"), default="test",
                          help="the pairs to score (default test)")
     predict.add_argument("--aggregate", choices=AGGREGATES, default="max",
