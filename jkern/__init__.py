@@ -19,6 +19,8 @@ else:  # hidden from type checkers, which then still flag unknown names
         if name.startswith("_"):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         api = importlib.import_module("._api", __name__)
+        if name in globals():  # a subpackage the library imported (`jkern.data`)
+            return globals()[name]
         try:
             value = getattr(api, name)
         except AttributeError:
