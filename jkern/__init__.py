@@ -1,50 +1,33 @@
-"""jkern: kernel methods over structured linguistic data, in JAX."""
+"""jkern: kernel methods over structured linguistic data, in JAX.
 
-from . import _cache, _programs
-from . import ds as ds
-from . import errors as errors
-from . import kda as kda
-from . import kernels as kernels
-from . import metrics as metrics
-from . import pa as pa
-from . import svm as svm
-from . import trees as trees
-from ._cache import disable_compilation_cache as disable_compilation_cache
-from ._cache import enable_compilation_cache as enable_compilation_cache
-from ._io import load as load
-from ._io import save as save
-from ._nystrom import Nystrom as Nystrom
-from ._nystrom import NystromEnsemble as NystromEnsemble
-from ._nystrom import approximation_error as approximation_error
-from ._nystrom import fit_nystrom as fit_nystrom
-from ._nystrom import fit_nystrom_ensemble as fit_nystrom_ensemble
-from ._nystrom import nystrom_projection as nystrom_projection
-from ._nystrom import projector_from_gram as projector_from_gram
-from ._nystrom import saving as saving
-from ._nystrom import select_landmarks as select_landmarks
-from ._pipeline import NystromModel as NystromModel
-from ._programs import program_stats as program_stats
-from ._solution import RESULTS as RESULTS
-from ._solution import Solution as Solution
-from ._sparse import SparseRows as SparseRows
-from ._train_trees import train_cutting_plane as train_cutting_plane
-from ._train_trees import train_kda as train_kda
-from ._train_trees import train_kernel_svm as train_kernel_svm
-from ._train_trees import train_nystrom_svm as train_nystrom_svm
+`import jkern` is light: the public names (one list, `jkern/_api.py`) load on first use
+(PEP 562), so the `jkern` command's `--help` and `--version` never import JAX. The first
+`jkern.<name>` imports the library whole, as `import jkern` used to.
+"""
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__ as __version__
-from .kda import KDA as KDA
-from .kernels import PTK as PTK
-from .kernels import RBF as RBF
-from .kernels import SPTK as SPTK
-from .kernels import SST as SST
-from .kernels import ST as ST
-from .kernels import Constant as Constant
-from .kernels import Linear as Linear
-from .kernels import Normalized as Normalized
-from .kernels import Polynomial as Polynomial
-from .kernels import SSTBow as SSTBow
-from .kernels import gram as gram
-from .trees import read_trees as read_trees
 
-_cache.enable_default()
-_programs.install()
+if TYPE_CHECKING:  # the public surface, for type checkers and editors
+    from ._api import *  # noqa: F403
+else:  # hidden from type checkers, which then still flag unknown names
+
+    def __getattr__(name: str) -> Any:
+        # private and dunder names (`_api` itself, pickle/copy probes) never load the library
+        if name.startswith("_"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        api = importlib.import_module("._api", __name__)
+        if name in globals():  # a subpackage the library imported (`jkern.data`)
+            return globals()[name]
+        try:
+            value = getattr(api, name)
+        except AttributeError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        api = importlib.import_module("._api", __name__)
+        return sorted({*globals(), *(n for n in vars(api) if not n.startswith("_"))})

@@ -97,11 +97,18 @@ def _registry() -> tuple[dict[str, type], dict[type, str]]:
     jkern's public packages export (under every public name), plus `_EXTRA`."""
     by_name: dict[str, type] = dict(_EXTRA)
     canonical: dict[type, str] = {cls: name for name, cls in _EXTRA.items()}
+    dir(sys.modules["jkern"])  # `jkern` loads its public surface on first use: all of it now
     for package in _PUBLIC:
         module = sys.modules.get(package)
-        for attr, cls in sorted(vars(module).items()) if module else ():
+        if module is None:
+            continue
+        # `jkern`'s names come from `dir`; the subpackages' own lazy names (kda's training
+        # functions) are no classes to find, and are not loaded for nothing.
+        names = dir(module) if package == "jkern" else list(vars(module))
+        for attr in sorted(n for n in names if not n.startswith("_")):
+            cls = getattr(module, attr)
             if (isinstance(cls, type) and issubclass(cls, eqx.Module)
-                    and cls.__module__.startswith("jkern.") and not attr.startswith("_")
+                    and cls.__module__.startswith("jkern.")
                     and not cls.__name__.startswith("Abstract") and not inspect.isabstract(cls)):
                 by_name[f"{package}.{attr}"] = cls
                 canonical.setdefault(cls, f"{package}.{attr}")

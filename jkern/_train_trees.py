@@ -1,12 +1,19 @@
 """Tree classifiers end to end: labelled trees in, one model that classifies trees out.
 
+Two classes give one binary SVM (SVM-Light-TK's problem; its classes named (negative,
+positive), the positive class by `positive_class`), more give one SVM per class against the
+rest.
+
 Each function runs one learner of the contract (docs/learners.md) on trees and returns its
 `Solution` with a model that predicts from trees itself (`NystromModel`, `KernelExpansion`),
-ready for `jkern.save`. `jkern train` is a thin layer over these.
+ready for `jkern.save`. `jkern train` is a thin layer over these. With `progress=True` each
+long phase reports on stderr (the Gram engine's bar of row blocks, a line per solver phase,
+a line per cutting-plane iteration), from the host between compiled programs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,14 +23,15 @@ import numpy as np
 
 from ._nystrom import Nystrom, NystromEnsemble
 from ._pipeline import NystromModel
+from ._progress import cpa_iterations, end_line, phase
 from ._solution import Solution
 from .data._split import stratified_split
 from .errors import InputError
 from .kernels._base import AbstractKernel
 from .svm._cpa import cpa, svm_light_C
-from .svm._dcd import dcd_ovr
+from .svm._dcd import dcd, dcd_ovr
 from .svm._expansion import KernelExpansion, stack_expansions
-from .svm._ksvm import ksvm_ovr
+from .svm._ksvm import ksvm, ksvm_ovr
 
 
 def _classes(labels: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,10 +48,21 @@ def _classes(labels: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
 def train_nystrom_svm(projector: Nystrom | NystromEnsemble, trees: Sequence[Any],
                       labels: Sequence[Any], *, C: float = 1.0, key: jax.Array,
                       **gram_options: Any) -> Solution[NystromModel]:
-    """One-vs-rest linear SVMs (`dcd_ovr`) on the projector's embeddings of `trees`."""
-    lab, _ = _classes(labels, len(trees))
-    x = projector.embed(trees, **gram_options)
-    sol = dcd_ovr(x, lab, C=C, key=key)
+    """Linear SVMs by dual coordinate descent on the projector's embeddings of `trees`: one
+    binary SVM (`dcd`) for two classes, one-vs-rest (`dcd_ovr`) for more."""
+    lab, classes = _classes(labels, len(trees))
+    on = bool(gram_options.get("progress", False))
+    with phase(on, f"Nystrom embedding of {len(trees)} trees ({projector.n_landmarks} "
+                   "landmarks)"):
+        x = projector.embed(trees, **gram_options)
+    with phase(on, f"dual coordinate descent, {_svms(classes)}"):
+        if len(classes) == 2:
+            y, named = _binary(lab, classes)
+            sol = dcd(x, jnp.asarray(y), C=C, key=key)
+            sol = Solution(dataclasses.replace(sol.model, classes=named), sol.result, sol.stats)
+        else:
+            sol = dcd_ovr(x, lab, C=C, key=key)
+        jax.block_until_ready(sol.model)
     return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
 
 
@@ -65,7 +84,10 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
         raise InputError(f"dropout {dropout}: use a rate in [0, 1)")
     if not 0 < dev_fraction < 1:
         raise InputError(f"dev_fraction {dev_fraction}: use a fraction in (0, 1)")
-    c = np.asarray(projector.columns(trees, **gram_options))
+    on = bool(gram_options.get("progress", False))
+    with phase(on, f"kernel columns of {len(trees)} trees against {projector.n_landmarks} "
+                   "landmarks"):
+        c = np.asarray(projector.columns(trees, **gram_options))
     fit_idx, dev_idx = stratified_split(lab, dev_fraction, seed=split_seed)
     if len(dev_idx) == 0:
         raise InputError(f"dev_fraction {dev_fraction} of {len(trees)} trees leaves no "
@@ -73,20 +95,45 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
     model = KDA.init(jax.random.fold_in(key, 1), jnp.asarray(projector.projection, c.dtype),
                      sorted(classes.tolist()), hidden=hidden, dropout=dropout)
     cj = jnp.asarray(c)
-    sol = fit(model, cj[fit_idx], lab[fit_idx], cj[dev_idx], lab[dev_idx],
-              key=jax.random.fold_in(key, 2), l2=l2, epochs=epochs, patience=patience)
+    with phase(on, f"KDA training, up to {epochs} epochs"):
+        sol = fit(model, cj[fit_idx], lab[fit_idx], cj[dev_idx], lab[dev_idx],
+                  key=jax.random.fold_in(key, 2), l2=l2, epochs=epochs, patience=patience)
+        jax.block_until_ready(sol.model)
     return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
 
 
 def train_kernel_svm(kernel: AbstractKernel, trees: Sequence[Any], labels: Sequence[Any], *,
                      C: float = 1.0, **gram_options: Any) -> Solution[KernelExpansion]:
-    """One-vs-rest C-SVMs (`ksvm_ovr`) on the full Gram matrix of `trees`, kept as a
-    `KernelExpansion` over the support trees."""
+    """C-SVMs by SMO on the full Gram matrix of `trees` (one binary `ksvm` for two classes,
+    one-vs-rest `ksvm_ovr` for more), kept as a `KernelExpansion` over the support trees."""
     from .kernels._gram import gram
 
-    lab, _ = _classes(labels, len(trees))
-    sol = ksvm_ovr(gram(kernel, trees, **gram_options), lab, C=C)
-    return Solution(sol.model.expand(kernel, trees), sol.result, sol.stats)
+    lab, classes = _classes(labels, len(trees))
+    on = bool(gram_options.get("progress", False))
+    with phase(on, f"Gram matrix of {len(trees)} trees"):
+        g = gram(kernel, trees, **gram_options)
+    with phase(on, f"SMO, {_svms(classes)}"):
+        if len(classes) == 2:
+            y, named = _binary(lab, classes)
+            sol = ksvm(g, y, C=C)
+            model = dataclasses.replace(sol.model, classes=named)
+        else:
+            sol = ksvm_ovr(g, lab, C=C)
+            model = sol.model
+        jax.block_until_ready(model)
+    return Solution(model.expand(kernel, trees), sol.result, sol.stats)
+
+
+def _svms(classes: np.ndarray) -> str:
+    if len(classes) == 2:
+        return f"one binary SVM (positive class {classes[positive_class(classes.tolist())]})"
+    return f"{len(classes)} one-vs-rest SVMs"
+
+
+def _binary(lab: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, tuple[Any, Any]]:
+    """Two classes: the ±1 targets and the (negative, positive) class names."""
+    pos = positive_class(classes.tolist())
+    return np.where(lab == classes[pos], 1, -1), (classes[1 - pos].item(), classes[pos].item())
 
 
 def positive_class(classes: Sequence[Any]) -> int:
@@ -112,17 +159,23 @@ def train_cutting_plane(kernel: AbstractKernel, trees: Sequence[Any], labels: Se
         j: uSVM+j: positives `j` times as likely to be kept by the rejection sampling
             (`class_weight={1: j, -1: 1}`).
         **options: the rest of `cpa`'s options (sample, epsilon, confirm, max_iter, mode,
-            dtype, threads, devices, ...).
+            dtype, threads, devices, ...), and `progress` (a line per iteration on stderr).
     """
     lab, classes = _classes(labels, len(trees))
+    on = bool(options.pop("progress", False))
+    callback = options.pop("callback", None)
+    epsilon = options.get("epsilon", 1e-3)
     class_weight = None if j is None else {1: j, -1: 1.0}
     targets = [positive_class(classes.tolist())] if len(classes) == 2 else list(range(len(classes)))
     sols = []
-    for k in targets:
+    for n, k in enumerate(targets):
         y = np.where(lab == classes[k], 1, -1)
         c = C if c_light is None else svm_light_C(c_light, y, class_weight=class_weight)
+        what = (f"cutting planes, class {classes[k]} ({n + 1}/{len(targets)})"
+                if len(targets) > 1 else f"cutting planes, positive class {classes[k]}")
         sols.append(cpa(trees, y, kernel=kernel, C=c, class_weight=class_weight, key=key,
-                        **options))
+                        callback=cpa_iterations(on, what, epsilon, callback), **options))
+        end_line(on)
     stats = {name: [s.stats[name] for s in sols] for name in sols[0].stats}
     result = jnp.stack([s.result for s in sols])
     if len(classes) == 2:

@@ -41,16 +41,21 @@ def test_train_and_predict_ksvm(dat, tmp_path, capsys):
     assert main(["predict", str(model), dat, "--out", str(out)]) == 0
     err = capsys.readouterr().err
     lines = out.read_text().splitlines()
-    assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
-    # the library's model gives the same decision values
+    # a binary model: one decision value per tree, positive for class 1 (SVM-Light-TK's)
+    assert lines[0] == "label\tscore_1" and len(lines) == 51
+    # the library's binary SVM (two classes: one SVM, as SVM-Light-TK) gives the same values
     trees = jkern.read_trees(dat)
-    labels = np.array([line.split()[0] for line in Path(dat).read_text().splitlines()])
+    labels = np.array([int(line.split()[0]) for line in Path(dat).read_text().splitlines()])
     g = jkern.gram(jkern.Normalized(jkern.SST(0.4)), trees, dtype="float64")
-    ref = jkern.svm.ksvm_ovr(g, labels, C=10.0).model
-    scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
-    np.testing.assert_allclose(scores, np.asarray(ref.decision_function(g)), atol=1e-9)
-    acc = float(np.mean(ref.predict(g) == labels))
+    ref = jkern.svm.ksvm(g, labels, C=10.0).model
+    f = np.asarray(ref.decision_function(g))
+    decision = np.array([float(line.split("\t")[1]) for line in lines[1:]])
+    np.testing.assert_allclose(decision, f, atol=1e-9)
+    predicted = np.array([int(line.split("\t")[0]) for line in lines[1:]])
+    np.testing.assert_array_equal(predicted, np.where(f >= 0, 1, -1))
+    acc = float(np.mean(predicted == labels))
     assert f"accuracy {acc:.4f}" in err
+    assert jkern.load(model).classes == ("-1", "1")
 
 
 @pytest.mark.parametrize("extra", [[], ["--j", "3"], ["--devices", "1"],
@@ -64,7 +69,7 @@ def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
     out = tmp_path / "p.tsv"
     assert main(["predict", str(model), dat, "--out", str(out), "-q"]) == 0
     lines = out.read_text().splitlines()
-    assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
+    assert lines[0] == "label\tscore_1" and len(lines) == 51
     trees = jkern.read_trees(dat)
     labels = np.array([int(line.split()[0]) for line in Path(dat).read_text().splitlines()])
     j = 3.0 if "--j" in extra else None
@@ -75,8 +80,8 @@ def test_train_and_predict_cpa(dat, tmp_path, capsys, extra):
                         sample=20, class_weight=None if j is None else {1: j, -1: 1.0},
                         confirm=confirm, key=jax.random.PRNGKey(2))
     f = np.asarray(ref.model.decision_function(trees))
-    scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
-    np.testing.assert_allclose(scores, np.stack([-f, f], axis=1), rtol=1e-9, atol=1e-12)
+    decision = np.array([float(line.split("\t")[1]) for line in lines[1:]])
+    np.testing.assert_allclose(decision, f, rtol=1e-9, atol=1e-12)
     predicted = np.array([int(line.split("\t")[0]) for line in lines[1:]])
     np.testing.assert_array_equal(predicted[f != 0], np.where(f > 0, 1, -1)[f != 0])
 
@@ -99,14 +104,16 @@ def test_train_and_predict_kda(dat, tmp_path, capsys):
     out = tmp_path / "p.tsv"
     assert main(["predict", str(model), dat, "--out", str(out), "-q"]) == 0
     lines = out.read_text().splitlines()
-    assert lines[0] == "label\tscore_-1\tscore_1" and len(lines) == 51
-    # the saved network and projector give the same scores through the library
+    assert lines[0] == "label\tscore_1" and len(lines) == 51
+    # the saved network and projector give the same scores through the library; the one
+    # decision value of two classes is the difference of the logits (the log-odds of 1)
     net = jkern.load(model).head
     proj = jkern.load(proj_path)
     trees = jkern.read_trees(dat)
     c = jkern.gram(proj.kernel, trees, list(proj.landmarks), dtype="float64")
-    scores = np.array([[float(v) for v in line.split("\t")[1:]] for line in lines[1:]])
-    np.testing.assert_allclose(scores, np.asarray(net(c)), rtol=1e-12, atol=1e-12)
+    logits = np.asarray(net(c))
+    decision = np.array([float(line.split("\t")[1]) for line in lines[1:]])
+    np.testing.assert_allclose(decision, logits[:, 1] - logits[:, 0], rtol=1e-12, atol=1e-12)
     assert net.classes == ("-1", "1") and [w.weight.shape[0] for w in net.hidden] == [16]
 
 
@@ -128,3 +135,72 @@ def test_model_commands_fail_with_one_line(dat, tmp_path, capsys, argv, message)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("jkern: error:") and message in err[0]
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_predict_finds_labels_as_train_does_and_keeps_multiclass_scores(dat, tmp_path, capsys):
+    """A TSV with a `label` column: train and predict both find it; three classes keep one
+    score column per class; a file without labels gives no accuracy."""
+    lines = Path(dat).read_text().splitlines()
+    penn = [line.split("|BT|")[1].split("|ET|")[0].strip() for line in lines]
+    classes = ["a", "b", "c"]
+    tsv = tmp_path / "t.tsv"
+    tsv.write_text("id\ttree\tlabel\n" + "".join(
+        f"{i}\t{t}\t{classes[i % 3]}\n" for i, t in enumerate(penn)))
+    model = tmp_path / "m.npz"
+    assert main(["train", str(tsv), "--algo", "ksvm", "--kernel", "sst", "--normalize", "--C",
+                 "10", "--out", str(model), "-q"]) == 0
+    out = tmp_path / "p.tsv"
+    assert main(["predict", str(model), str(tsv), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    rows = out.read_text().splitlines()
+    assert rows[0] == "label\tscore_a\tscore_b\tscore_c" and len(rows) == 51
+    predicted = [row.split("\t")[0] for row in rows[1:]]
+    acc = np.mean([p == classes[i % 3] for i, p in enumerate(predicted)])
+    assert f"accuracy {acc:.4f}" in err
+    bare = tmp_path / "t.txt"
+    bare.write_text("".join(f"{t}\n" for t in penn))
+    assert main(["predict", str(model), str(bare), "--out", str(out)]) == 0
+    assert "accuracy" not in capsys.readouterr().err
+    assert out.read_text().splitlines()[1:] == rows[1:]
+    # a column named by --label-column that the file lacks is a usage error
+    assert main(["predict", str(model), str(tsv), "--label-column", "gold",
+                 "--out", str(out)]) == 2
+    assert "name the label column (columns: id, tree, label)" in capsys.readouterr().err
+
+
+def test_progress_reports_every_phase(dat, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    argv = ["train", dat, "--algo", "cpa", "--kernel", "sst", "--normalize", "--C", "50",
+            "--sample", "20", "--seed", "2", "--out", str(model), "-q"]
+    assert main([*argv, "--progress"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    iterations = [line for line in err if "cutting planes, positive class 1: iteration" in line]
+    assert iterations and "iteration 1," in iterations[0]
+    assert main([*argv, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["train", dat, "--algo", "ksvm", "--kernel", "sst", "--out", str(model),
+                 "--progress", "-q"]) == 0
+    err = capsys.readouterr().err
+    for phase in ("jkern: Gram matrix of 50 trees ...", "jkern: Gram matrix of 50 trees: ",
+                  "jkern: SMO, one binary SVM (positive class 1): ", "blocks"):
+        assert phase in err
+
+
+def test_train_dcd_two_classes_is_one_binary_svm(dat, tmp_path, capsys):
+    model = tmp_path / "m.npz"
+    assert main(["train", dat, "--algo", "dcd", "--kernel", "sst", "--normalize", "-l", "12",
+                 "--seed", "1", "--out", str(model), "-q"]) == 0
+    out = tmp_path / "p.tsv"
+    assert main(["predict", str(model), dat, "--out", str(out), "-q"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "label\tscore_1" and len(lines) == 51
+    m = jkern.load(model)
+    assert m.head.w.ndim == 1 and m.classes == ("-1", "1")
+    trees = jkern.read_trees(dat)
+    x = m.projector.embed(trees, dtype="float64")
+    f = np.asarray(m.head.decision_function(x))
+    decision = np.array([float(line.split("\t")[1]) for line in lines[1:]])
+    np.testing.assert_allclose(decision, f, rtol=1e-12, atol=1e-12)
+    labels = [line.split("\t")[0] for line in lines[1:]]
+    assert labels == np.where(f >= 0, "1", "-1").tolist()
+    assert np.asarray(m.head.predict(x)).tolist() == labels

@@ -128,6 +128,22 @@ def read_labels_or_exit(path: str, column: str | None) -> list[str]:
             raise
 
 
+def file_labels_or_none(path: str, column: str | None) -> list[str] | None:
+    """The labels of a tree file when it has some, found as `jkern train` finds them: the
+    `column` given (then required), an SVM-Light-TK file's, or a TSV's `label` column; None
+    for a file without (Penn trees, a TSV without a `label` column)."""
+    if column is not None:
+        return read_labels_or_exit(path, column)
+    from jkern.errors import InputError
+    from jkern.trees import read_labels
+
+    with input_errors():
+        try:
+            return read_labels(path, None)
+        except InputError:
+            return None
+
+
 def check_output_path(out: str, suffixes: tuple[str, ...] = OUTPUT_SUFFIXES) -> Path:
     """`--out`: a known suffix, an existing folder, not a folder itself."""
     path = Path(out)
@@ -146,6 +162,21 @@ def say(args: argparse.Namespace, text: str) -> None:
     """A summary line on stderr, unless --quiet."""
     if not args.quiet:
         print(f"jkern: {text}", file=sys.stderr)
+
+
+def default_threads() -> int:
+    """The cores this process may run on (`os.sched_getaffinity`, else `os.cpu_count()`)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def progress_on(args: argparse.Namespace) -> bool:
+    """`--progress/--no-progress`; unset: on when stderr is a terminal and not --quiet."""
+    if args.progress is not None:
+        return bool(args.progress)
+    return not args.quiet and sys.stderr.isatty()
 
 
 def setup_jax(dtype: str) -> None:
@@ -168,7 +199,9 @@ def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> N
     p.add_argument("--kernel", "-k", required=required,
                    choices=("st", "sst", "sst-bow", "ptk", "sptk"),
                    help="tree kernel: st (subtree), sst (subset tree), sst-bow (SST plus "
-                        "equal leaves), ptk (partial tree), sptk (smoothed partial tree)")
+                        "equal leaves), ptk (partial tree), sptk (smoothed partial tree) "
+                        + ("(required; no default)" if required else
+                           "(no default; required unless --projector gives one)"))
     p.add_argument("--lam", type=positive_float, default=0.4, metavar="L",
                    help="lambda decay (default 0.4)")
     p.add_argument("--mu", type=positive_float, default=0.4, metavar="M",
@@ -177,14 +210,16 @@ def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> N
                    help="ptk/sptk: longest child subsequence (default: no limit, exact; "
                         "SVM-Light-TK as distributed uses 5; ignored by st/sst/sst-bow)")
     p.add_argument("--vectors", metavar="FILE",
-                   help="sptk (required): word vectors in word2vec text format")
+                   help="sptk: word vectors in word2vec text format (required for sptk; "
+                        "no default)")
     p.add_argument("--threshold", type=finite_float, default=None, metavar="T",
                    help="sptk: word similarities below T count as 0 (default 0.0)")
     p.add_argument("--gamma", type=positive_float, default=None, metavar="G",
                    help="sptk: Gaussian word similarity exp(G (cos - 1)) instead of the "
-                        "thresholded cosine (positive definite; excludes --threshold)")
+                        "thresholded cosine (positive definite; excludes --threshold; default: "
+                        "off, the thresholded cosine)")
     p.add_argument("--normalize", action="store_true",
-                   help="K(a,b)/sqrt(K(a,a) K(b,b))")
+                   help="K(a,b)/sqrt(K(a,a) K(b,b)) (default off: raw values)")
 
 
 def check_kernel_arguments(args: argparse.Namespace) -> None:
@@ -237,16 +272,37 @@ def kernel_name(args: argparse.Namespace) -> str:
     return f"normalized {name}" if args.normalize else name
 
 
+def add_threads_argument(p: argparse.ArgumentParser) -> None:
+    """--threads, defaulting to this machine's cores."""
+    n = default_threads()
+    p.add_argument("--threads", type=positive_int, default=n, metavar="N",
+                   help="host threads computing Gram row blocks at once, each holding one "
+                        f"block in memory (default: the cores this process may use, here {n}; "
+                        "the result does not depend on it)")
+
+
+def add_progress_argument(p: argparse.ArgumentParser) -> None:
+    """--progress/--no-progress."""
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress on stderr for every long phase: Gram row blocks, solver "
+                        "phases, cutting-plane iterations (default: on when stderr is a "
+                        "terminal and not --quiet)")
+
+
+def add_quiet_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no summary line on stderr (default off: one summary line)")
+
+
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    """--dtype, --threads, --quiet."""
+    """--dtype, --threads, --progress, --quiet."""
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                    help="kernel computation precision (default float64)")
-    p.add_argument("--threads", type=positive_int, default=2, metavar="N",
-                   help="host threads computing Gram blocks (default 2)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+    add_threads_argument(p)
+    add_progress_argument(p)
+    add_quiet_argument(p)
 
 
 def gram_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The Gram options of `add_common_arguments`' flags (a progress bar on a terminal)."""
-    return {"dtype": args.dtype, "threads": args.threads,
-            "progress": not args.quiet and sys.stderr.isatty()}
+    """The Gram options of `add_common_arguments`' flags."""
+    return {"dtype": args.dtype, "threads": args.threads, "progress": progress_on(args)}

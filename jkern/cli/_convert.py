@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import EXIT_OK, CLIError, input_errors, output_errors
+from ._common import EXIT_OK, CLIError, add_quiet_argument, input_errors, output_errors
 
 SHAPES = ("grct", "lct", "loct", "pos-leaves")
 
@@ -32,13 +32,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", required=True, choices=SHAPES,
                    help="grct / lct / loct: the dependency tree shapes of the parses' head-rule "
                         "dependency parses; pos-leaves: words relabelled word::TAG "
-                        "(lowercased), for SPTK on constituency parses")
+                        "(lowercased), for SPTK on constituency parses (required; no default)")
     p.add_argument("--syntactic-heads", action="store_true",
                    help="Collins' syntactic heads (auxiliaries and copulas head their "
                         "phrase); default: semantic heads, as in Universal Dependencies")
     p.add_argument("--out", "-o", required=True, metavar="FILE",
-                   help="the converted file (same format as TREES)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+                   help="the converted file (same format as TREES) (required)")
+    add_quiet_argument(p)
 
 
 def _transform(shape: str, semantic: bool):

@@ -38,7 +38,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                            description="train a relation extractor (lexical features + the "
                                        "convex relaxation) on the pairs of a split")
     train.add_argument("data", metavar="DATA", help=data_help)
-    train.add_argument("--out", "-o", required=True, metavar="MODEL.npz")
+    train.add_argument("--out", "-o", required=True, metavar="MODEL.npz",
+                       help="the relation extractor, for `jkern ds predict` (required)")
     train.add_argument("--split", choices=("train", "test"), default="train",
                        help="the pairs to train on (default train)")
     solver = train.add_argument_group("solver (jkern.ds.fit; unset: the library's defaults)")
@@ -59,26 +60,30 @@ def configure(p: argparse.ArgumentParser) -> None:
                         help="steps choosing the labelling behind each check's primal bound "
                              "(default 0 for fista, 30 for bcd and hybrid)")
     solver.add_argument("--require-converged", action="store_true",
-                        help="fail (exit 1, no model written) unless the gap reached --tol")
+                        help="fail (exit 1, no model written) unless the gap reached --tol "
+                             "(default off: warn and save the model)")
     feats = train.add_argument_group("features (jkern.ds.train_extractor)")
     feats.add_argument("--min-count", type=positive_int, default=None, metavar="A",
-                       help="drop features seen in fewer than A training mentions")
+                       help="drop features seen in fewer than A training mentions (default: "
+                            "keep them all)")
     feats.add_argument("--max-count", type=positive_int, default=None, metavar="B",
-                       help="drop features seen in more than B training mentions")
+                       help="drop features seen in more than B training mentions (default: "
+                            "keep them all)")
     feats.add_argument("--poly", action="store_true",
-                       help="add the degree-2 products of each mention's features")
+                       help="add the degree-2 products of each mention's features (default "
+                            "off)")
     feats.add_argument("--svd", type=positive_int, default=None, metavar="F",
                        help="project the features on their top F singular vectors "
-                            "(randomized, seeded by --seed)")
+                            "(randomized, seeded by --seed; default: no projection)")
     train.add_argument("--max-pairs", type=positive_int, default=None, metavar="N",
                        help="train on a random subset of N pairs of the split, with all "
-                            "their mentions (seeded by --seed)")
+                            "their mentions (seeded by --seed; default: all pairs)")
     train.add_argument("--seed", type=int, default=0,
                        help="seed of --max-pairs and --svd (default 0)")
     train.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                        help="precision of the features and the solve (default float64)")
     train.add_argument("--quiet", "-q", action="store_true",
-                       help="no summary line on stderr (warnings still print)")
+                       help="no summary line on stderr (warnings still print; default off)")
     train.set_defaults(_action=run_train)
 
     predict = sub.add_parser("predict", help="rank a split's (pair, relation) candidates",
@@ -88,18 +93,22 @@ def configure(p: argparse.ArgumentParser) -> None:
     predict.add_argument("model", metavar="MODEL.npz", help="a model from `jkern ds train`")
     predict.add_argument("data", metavar="DATA", help=data_help)
     predict.add_argument("--out", "-o", required=True, metavar="RANKED.tsv",
-                         help="e1, e2, relation, score, in_kb; highest score first")
+                         help="e1, e2, relation, score, in_kb; highest score first "
+                              "(required)")
     predict.add_argument("--split", choices=("train", "test"), default="test",
                          help="the pairs to score (default test)")
     predict.add_argument("--aggregate", choices=AGGREGATES, default="max",
                          help="a pair's score from its mentions' (default max)")
     predict.add_argument("--evaluate", action="store_true",
                          help="print the held-out figures against the split's KB relations "
-                              "on stdout: auc, average_precision, p_at_100/200/500")
+                              "on stdout: auc, average_precision, p_at_100/200/500 (default "
+                              "off)")
     predict.add_argument("--max-pairs", type=positive_int, default=None, metavar="N",
-                         help="score a random subset of N pairs of the split (seeded by --seed)")
+                         help="score a random subset of N pairs of the split (seeded by "
+                              "--seed; default: all pairs)")
     predict.add_argument("--seed", type=int, default=0, help="seed of --max-pairs (default 0)")
-    predict.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+    predict.add_argument("--quiet", "-q", action="store_true",
+                         help="no summary line on stderr (default off)")
     predict.set_defaults(_action=run_predict)
 
 

@@ -9,13 +9,16 @@ import time
 from ._common import (
     EXIT_OK,
     add_kernel_arguments,
+    add_progress_argument,
+    add_quiet_argument,
+    add_threads_argument,
     check_kernel_arguments,
     check_output_path,
     compute_errors,
     kernel_from_arguments,
     kernel_name,
     output_errors,
-    positive_int,
+    progress_on,
     read_trees_or_exit,
     setup_jax,
 )
@@ -29,22 +32,18 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="compute precision (default float64, for exact values; float32 is "
                         "faster but has ~7 digits and overflows on big trees or lam/mu near 1, "
                         "which is reported as an error)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: on when stderr is a terminal "
-                        "and not --quiet)")
-    p.add_argument("--threads", type=positive_int, default=2, metavar="N",
-                   help="host threads computing row blocks at once (default 2)")
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no summary line on stderr")
+    add_progress_argument(p)
+    add_threads_argument(p)
+    add_quiet_argument(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="output matrix: FILE.npy (NumPy) or FILE.tsv (one row per line, "
-                        "tab-separated, exact decimal)")
+                        "tab-separated, exact decimal) (required)")
     p.add_argument("trees", metavar="TREES",
                    help="trees, one per line: Penn brackets, SVM-Light-TK |BT| ... |ET| lines, "
                         "or a TSV with a 'tree' column (auto-detected)")
     p.add_argument("trees2", metavar="TREES2", nargs="?",
                    help="second tree file: output the |TREES| x |TREES2| block instead of "
-                        "the square Gram of TREES")
+                        "the square Gram of TREES (default: none, the square Gram)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,12 +58,9 @@ def run(args: argparse.Namespace) -> int:
     import jkern
     from jkern._io import write_matrix
 
-    progress = args.progress
-    if progress is None:
-        progress = (not args.quiet) and sys.stderr.isatty()
     with compute_errors():  # the kernels raise on inf/NaN (overflow)
-        matrix = jkern.gram(kernel, trees1, trees2, dtype=args.dtype, progress=progress,
-                            threads=args.threads)
+        matrix = jkern.gram(kernel, trees1, trees2, dtype=args.dtype,
+                            progress=progress_on(args), threads=args.threads)
     with output_errors():
         write_matrix(out, matrix)
     if not args.quiet:

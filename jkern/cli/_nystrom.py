@@ -35,23 +35,34 @@ def configure(p: argparse.ArgumentParser) -> None:
                          description="fit a Nyström projector from trees")
     fit.add_argument("trees", metavar="TREES", help="training trees (landmarks come from them)")
     add_kernel_arguments(fit)
-    fit.add_argument("--landmarks", "-l", type=positive_int, required=True, metavar="M")
+    fit.add_argument("--landmarks", "-l", type=positive_int, required=True, metavar="M",
+                     help="landmark trees sampled from TREES, without replacement (required; "
+                          "at most the number of trees)")
     fit.add_argument("--ensemble", type=positive_int, default=1, metavar="E",
                      help="E independent projections, concatenated (default 1)")
     fit.add_argument("--stratify", action="store_true",
-                     help="sample landmarks stratified by the file's labels")
-    fit.add_argument("--label-column", metavar="NAME", help="TSV input: the label column")
+                     help="sample landmarks stratified by the file's labels (default off: "
+                          "uniformly)")
+    fit.add_argument("--label-column", metavar="NAME",
+                     help="--stratify with TSV input: the label column (default: the column "
+                          "named 'label')")
     fit.add_argument("--seed", type=int, default=0, help="landmark sampling seed (default 0)")
     fit.add_argument("--rcond", type=positive_float, default=1e-5,
                      help="drop eigen-components with s_i/s_0 below it (default 1e-5)")
-    fit.add_argument("--out", "-o", required=True, metavar="FILE.npz")
+    fit.add_argument("--out", "-o", required=True, metavar="FILE.npz",
+                     help="the projector file, for `nystrom embed` and `train --projector` "
+                          "(required)")
     add_common_arguments(fit)
     fit.set_defaults(_action=run_fit)
     embed = sub.add_parser("embed", help="embed trees with a saved projector",
                            description="embed trees with a saved Nyström projector")
-    embed.add_argument("projector", metavar="PROJECTOR.npz")
-    embed.add_argument("trees", metavar="TREES")
-    embed.add_argument("--out", "-o", required=True, metavar="FILE(.npy|.tsv)")
+    embed.add_argument("projector", metavar="PROJECTOR.npz",
+                       help="a projector from `jkern nystrom fit`")
+    embed.add_argument("trees", metavar="TREES",
+                       help="the trees to embed, in any format `jkern gram` reads")
+    embed.add_argument("--out", "-o", required=True, metavar="FILE(.npy|.tsv)",
+                       help="the [trees, rank] embedding: .npy, or .tsv with one row per line "
+                            "(required)")
     add_common_arguments(embed)
     embed.set_defaults(_action=run_embed)
 
@@ -76,7 +87,11 @@ def run_fit(args: argparse.Namespace) -> int:
         raise CLIError(f"--landmarks {args.landmarks}: the file has {len(trees)} trees")
     options = dict(landmarks=args.landmarks, key=jax.random.PRNGKey(args.seed), labels=labels,
                    rcond=args.rcond, **gram_options(args))
-    with compute_errors():
+    from jkern._progress import phase
+
+    what = f"Nystrom projector, {args.landmarks} landmarks" + (
+        f" x {args.ensemble} projections" if args.ensemble > 1 else "")
+    with compute_errors(), phase(options["progress"], what):
         if args.ensemble > 1:
             proj = jkern.fit_nystrom_ensemble(kernel, trees, projections=args.ensemble,
                                               **options)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from ._common import (
     EXIT_OK,
     CLIError,
     add_common_arguments,
     compute_errors,
+    file_labels_or_none,
     gram_options,
     input_errors,
     output_errors,
-    read_labels_or_exit,
     read_trees_or_exit,
     say,
     setup_jax,
@@ -23,13 +24,36 @@ SUMMARY = "classify trees with a model from `jkern train`"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL.npz")
-    p.add_argument("trees", metavar="TREES")
+    p.add_argument("model", metavar="MODEL.npz", help="a model file from `jkern train`")
+    p.add_argument("trees", metavar="TREES",
+                   help="the trees to classify, in any format `jkern gram` reads; when the "
+                        "file has labels (SVM-Light-TK lines, a TSV 'label' column or "
+                        "--label-column) the accuracy is reported too")
     p.add_argument("--out", "-o", required=True, metavar="FILE.tsv",
-                   help="one line per tree: predicted label, then the decision values")
+                   help="one line per tree after a header: the predicted label, then for a "
+                        "two-class model one decision value (positive: the positive class, "
+                        "+1 for -1/+1 labels; SVM-Light-TK's svm_classify output), else one "
+                        "score per class (required)")
     p.add_argument("--label-column", metavar="NAME",
-                   help="TSV input with labels: also report accuracy")
+                   help="TSV input: the column of true labels to report the accuracy against "
+                        "(default: the column named 'label' if there is one, as `jkern train`)")
     add_common_arguments(p)
+
+
+def _binary_decision(model: Any, scores: Any) -> tuple[int, Any]:
+    """`(positive class index, one decision value per tree)` of a two-class model's
+    `[n, 2]` class scores. A binary SVM's scores are (-f, f): its f. Two one-vs-rest SVMs
+    solve mirror problems (f_neg = -f_pos): half their difference, f_pos, whose sign is the
+    argmax's label. A KDA's two logits: their difference, the log-odds of the positive
+    class."""
+    import numpy as np
+
+    from jkern._train_trees import positive_class
+    from jkern.kda import KDA
+
+    pos = positive_class(list(model.classes))
+    diff = np.asarray(scores[:, pos] - scores[:, 1 - pos], np.float64)
+    return pos, diff if isinstance(getattr(model, "head", None), KDA) else diff / 2
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
     setup_jax("float64")  # the file's arrays load at their saved precision
     import jkern
     from jkern._io import write_atomic
-    from jkern.trees import tree_file_format
 
     with input_errors():
         model = jkern.load(args.model)
@@ -47,19 +70,26 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.model}: not a model from `jkern train` (a "
                        f"{type(model).__name__})")
     trees = read_trees_or_exit(args.trees)
+    gold = file_labels_or_none(args.trees, args.label_column)
+    if gold is not None and len(gold) != len(trees):
+        raise CLIError(f"{args.trees}: {len(trees)} trees but {len(gold)} labels")
     with compute_errors():
         predicted, scores = model.classify(trees, **gram_options(args))
-    rows = [["label", *[f"score_{c}" for c in model.classes]]]
-    rows += [[str(p), *[format(float(v), ".17g") for v in row]]
-             for p, row in zip(predicted.tolist(), scores.tolist())]
+    classes = list(model.classes)
+    if len(classes) == 2:
+        pos, decision = _binary_decision(model, scores)
+        rows = [["label", f"score_{classes[pos]}"]]
+        rows += [[str(p), format(float(v), ".17g")]
+                 for p, v in zip(predicted.tolist(), decision.tolist())]
+    else:
+        rows = [["label", *[f"score_{c}" for c in classes]]]
+        rows += [[str(p), *[format(float(v), ".17g") for v in row]]
+                 for p, row in zip(predicted.tolist(), scores.tolist())]
     text = "".join("\t".join(row) + "\n" for row in rows)
     with output_errors():
         write_atomic(args.out, lambda f: f.write(text.encode("utf-8")))
     summary = f"predict: {len(trees)} trees -> {args.out}"
-    with input_errors():
-        labelled = args.label_column is not None or tree_file_format(args.trees) == "svmlight"
-    if labelled:
-        gold = read_labels_or_exit(args.trees, args.label_column)
+    if gold is not None:
         summary += f", accuracy {jkern.metrics.accuracy(gold, predicted):.4f}"
     say(args, f"{summary} in {time.perf_counter() - t0:.2f} s")
     return EXIT_OK

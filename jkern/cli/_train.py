@@ -25,55 +25,82 @@ from ._common import (
 )
 from ._nystrom import load_projector
 
-SUMMARY = "train a classifier on labelled trees (Nyström + DCD, or kernel SVM)"
+SUMMARY = ("train a classifier on labelled trees: ksvm (kernel SVM), dcd (Nyström + linear "
+           "SVM), kda (Nyström + MLP) or cpa (cutting-plane SVM)")
+
+ALGOS = {
+    "ksvm": "one-vs-rest C-SVMs by SMO on the full Gram matrix (the exact kernel SVM, "
+            "SVM-Light-TK's problem; time and memory grow as the square of the trees)",
+    "dcd": "a Nyström embedding + one-vs-rest linear SVMs by dual coordinate descent "
+           "(approximate, scales to many trees; needs --landmarks M or --projector FILE)",
+    "kda": "a Nyström layer + an MLP, the kernel-based deep architecture (needs --landmarks M "
+           "or --projector FILE)",
+    "cpa": "cutting-plane SVMs with sampled cuts on the tree forest (uSVM / SDAG+, uSVM+j "
+           "with --j; for large, imbalanced binary tasks)",
+}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trees", metavar="TREES", help="labelled training trees (SVM-Light-TK "
-                   "lines, or a TSV with a tree column and a label column)")
-    p.add_argument("--algo", choices=("dcd", "ksvm", "kda", "cpa"), default="dcd",
-                   help="dcd: Nyström embedding + one-vs-rest linear SVMs by dual coordinate "
-                        "descent (needs --projector or --landmarks); ksvm: one-vs-rest C-SVMs "
-                        "on the full Gram matrix (SMO); kda: Nyström layer + MLP (the "
-                        "kernel-based deep architecture; needs --projector or --landmarks); "
-                        "cpa: cutting-plane SVMs with sampled cuts on the tree forest "
-                        "(uSVM / SDAG+, uSVM+j with --j; a tree kernel)")
+    p.add_argument("trees", metavar="TREES", help="labelled training trees: SVM-Light-TK "
+                   "lines (label first), or a TSV with a 'tree' column and a label column "
+                   "(see --label-column)")
+    p.add_argument("--algo", choices=tuple(ALGOS), default=None,
+                   help="the learner (required, no default: the four trade accuracy, "
+                        "training time and model size so differently that no choice is right "
+                        "for most data). " + "; ".join(f"{k}: {v}" for k, v in ALGOS.items()))
     p.add_argument("--projector", metavar="FILE.npz", help="dcd/kda: a projector from "
-                   "`jkern nystrom fit` (else one is fitted with the kernel flags)")
-    p.add_argument("--landmarks", "-l", type=positive_int, metavar="M")
-    p.add_argument("--seed", type=int, default=0)
+                   "`jkern nystrom fit` (default: none; one is fitted from TREES with the "
+                   "kernel flags and --landmarks)")
+    p.add_argument("--landmarks", "-l", type=positive_int, metavar="M",
+                   help="dcd/kda without --projector: landmark trees sampled from TREES (at "
+                        "most one per tree; no default: required then)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the landmark sampling, cpa's samples and kda's "
+                        "initialisation, dropout and development split (default 0)")
     add_kernel_arguments(p, required=False)
-    p.add_argument("--C", type=positive_float, default=1.0, dest="C", help="SVM C (default 1)")
-    p.add_argument("--label-column", metavar="NAME", help="TSV input: the label column")
+    p.add_argument("--C", type=positive_float, default=1.0, dest="C",
+                   help="the SVM's cost C (default 1). ksvm, dcd: the C of the C-SVM, per "
+                        "training tree (LIBSVM's and LIBLINEAR's -c). cpa: the 1-slack C, "
+                        "which weighs the mean loss over the n trees, so it is n times "
+                        "SVM-light's -c (n = 5000 trees: --C 5000 is SVM-light's -c 1); "
+                        "--c-light gives SVM-light's value instead")
+    p.add_argument("--label-column", metavar="NAME",
+                   help="TSV input: the label column (default: the column named 'label'; "
+                        "SVM-Light-TK lines carry their labels)")
     kda = p.add_argument_group("kda options")
     kda.add_argument("--hidden", default=None, metavar="W,W",
                      help="hidden-layer widths (default: two layers as wide as the landmarks)")
-    kda.add_argument("--dropout", type=float, default=0.2, help="dropout rate (default 0.2)")
-    kda.add_argument("--l2", type=float, default=1e-4, help="weight penalty λ (default 1e-4)")
-    kda.add_argument("--epochs", type=positive_int, default=500, help="default 500")
-    kda.add_argument("--patience", type=positive_int, default=20,
+    kda.add_argument("--dropout", type=float, default=0.2, metavar="P",
+                     help="dropout rate (default 0.2)")
+    kda.add_argument("--l2", type=float, default=1e-4, metavar="L",
+                     help="weight penalty λ (default 1e-4)")
+    kda.add_argument("--epochs", type=positive_int, default=500, metavar="E",
+                     help="most training epochs (default 500)")
+    kda.add_argument("--patience", type=positive_int, default=20, metavar="N",
                      help="early stopping: epochs without a better dev accuracy (default 20)")
-    kda.add_argument("--dev-fraction", type=float, default=0.1,
+    kda.add_argument("--dev-fraction", type=float, default=0.1, metavar="F",
                      help="stratified part of the training trees held out for early stopping "
                           "(default 0.1)")
     cpa = p.add_argument_group("cpa options")
-    cpa.add_argument("--sample", "-r", type=positive_int, default=1000,
+    cpa.add_argument("--sample", "-r", type=positive_int, default=1000, metavar="R",
                      help="examples drawn per iteration (default 1000; >= the number of trees: "
                           "all of them, the exact cutting-plane algorithm)")
-    cpa.add_argument("--epsilon", type=positive_float, default=1e-3,
+    cpa.add_argument("--epsilon", type=positive_float, default=1e-3, metavar="E",
                      help="stop when no cutting plane is violated by more than this "
                           "(default 0.001)")
     cpa.add_argument("--confirm", type=positive_int, default=1, metavar="K",
                      help="stop only when the --epsilon test passes on K consecutive samples "
                           "(default 1, the paper's rule; sampled tests often pass early)")
-    cpa.add_argument("--j", type=positive_float, default=None,
+    cpa.add_argument("--j", type=positive_float, default=None, metavar="J",
                      help="uSVM+j: draw the sample by cost-proportionate rejection sampling, "
-                          "positive examples J times as likely to be kept as negative ones")
+                          "positive examples J times as likely to be kept as negative ones "
+                          "(default: none, plain uSVM)")
     cpa.add_argument("--c-light", type=positive_float, default=None, metavar="C",
                      help="SVM-light's C instead of --C: the 1-slack C becomes C times the "
                           "number of trees, or with --j times the sum of the importance "
-                          "weights (the same problem as SVM-light's -c C -j J)")
-    cpa.add_argument("--max-iter", type=positive_int, default=500,
+                          "weights (the same problem as SVM-light's -c C -j J; default: none, "
+                          "--C is the 1-slack C)")
+    cpa.add_argument("--max-iter", type=positive_int, default=500, metavar="N",
                      help="most cutting-plane iterations (default 500)")
     cpa.add_argument("--cpa-mode", choices=("forest", "sdag+", "sdag", "usvm"),
                      default="forest", help="how margins are computed (same model, different "
@@ -81,12 +108,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     cpa.add_argument("--devices", type=positive_int, default=None, metavar="N",
                      help="shard the sample's margin blocks over the first N JAX devices "
                           "(e.g. GPUs; default: the default device only)")
-    p.add_argument("--out", "-o", required=True, metavar="MODEL.npz")
+    p.add_argument("--out", "-o", required=True, metavar="MODEL.npz",
+                   help="the model file, for `jkern predict` and jkern.load (required)")
     add_common_arguments(p)
 
 
 def _check(args: argparse.Namespace) -> None:
     """Usage checks, before any work."""
+    if args.algo is None:
+        raise CLIError("choose the learner, --algo ksvm|dcd|kda|cpa (no default): ksvm the "
+                       "exact kernel SVM; dcd Nyström + linear SVMs (with --landmarks M); kda "
+                       "Nyström + MLP (with --landmarks M); cpa cutting-plane SVMs (see "
+                       "'jkern train --help')")
     nystrom = args.algo in ("dcd", "kda")
     if nystrom and args.projector is None and args.landmarks is None:
         raise CLIError(f"--algo {args.algo} needs --projector FILE or --landmarks M")
@@ -120,8 +153,8 @@ def _devices(n: int | None):
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    out = check_output_path(args.out, (".npz",))
     _check(args)
+    out = check_output_path(args.out, (".npz",))
     setup_jax(args.dtype)
     import jax
 
@@ -140,11 +173,13 @@ def run(args: argparse.Namespace) -> int:
         if args.projector is not None:
             proj = load_projector(args.projector)
         else:
+            from jkern._progress import phase
+
             kernel = kernel_from_arguments(args)
-            with compute_errors():  # at most one landmark per tree
-                proj = jkern.fit_nystrom(kernel, trees, landmarks=min(args.landmarks,
-                                                                      len(trees)),
-                                         key=key, **options)
+            m = min(args.landmarks, len(trees))  # at most one landmark per tree
+            with compute_errors(), phase(options["progress"], f"Nystrom projector, {m} "
+                                         "landmarks"):
+                proj = jkern.fit_nystrom(kernel, trees, landmarks=m, key=key, **options)
         with compute_errors():
             if args.algo == "dcd":
                 sol = jkern.train_nystrom_svm(proj, trees, labels, C=args.C, key=key, **options)
@@ -169,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
                     kernel, trees, labels, key=key, C=args.C, c_light=args.c_light, j=args.j,
                     sample=args.sample, epsilon=args.epsilon, confirm=args.confirm,
                     max_iter=args.max_iter, mode=args.cpa_mode, dtype=args.dtype,
-                    threads=args.threads, devices=_devices(args.devices))
+                    threads=args.threads, devices=_devices(args.devices),
+                    progress=options["progress"])
                 note = f"{sum(len(h) for h in sol.stats['history'])} cutting-plane iterations"
                 converged = sol.converged.reshape(-1).tolist()
                 classes = tuple(sol.model.classes or ())

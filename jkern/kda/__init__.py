@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .. import _startup as _startup  # the compilation cache, program counts
 from ._model import KDA as KDA
 
 _TRAINING = ("adam", "default_data_key", "epoch_batches", "fit", "fit_grid", "grid_member",

@@ -1,5 +1,6 @@
 """Kernels: tree kernels on the forest, vector kernels, algebra, and `gram`."""
 
+from .. import _startup as _startup  # the compilation cache, program counts
 from ._base import AbstractKernel as AbstractKernel
 from ._base import Constant as Constant
 from ._base import Normalized as Normalized

@@ -1,6 +1,7 @@
 """Support vector machines: linear dual coordinate descent, the kernel SVM on a Gram matrix, and
 the cutting-plane SVM for tree kernels (uSVM, SDAG, SDAG+, uSVM+j)."""
 
+from .. import _startup as _startup  # the compilation cache, program counts
 from ._cpa import CPAIteration as CPAIteration
 from ._cpa import cpa as cpa
 from ._cpa import delta_counts as delta_counts

@@ -47,7 +47,7 @@ import numpy as np
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int
 
-from .._labels import labels_at, sign_labels
+from .._labels import labels_at, predict_labels, sign_labels
 from .._solution import Solution, result_code
 from .._sparse import SparseRows
 from .._validate import (
@@ -75,7 +75,8 @@ class LinearSVM(eqx.Module):
     Attributes:
         w: weights of the features.
         b: intercept, `bias * w_bias` (0 without a bias feature).
-        classes: the sorted labels of a one-vs-rest model (a static tuple), else None.
+        classes: the sorted labels of a one-vs-rest model (a static tuple), the (negative,
+            positive) labels of a binary model that names them, else None.
     """
 
     w: Float[Array, "*batch d"]
@@ -94,11 +95,13 @@ class LinearSVM(eqx.Module):
         return jnp.argmax(self.decision_function(X), axis=-1)
 
     def predict(self, X: Float[Array, "m d"] | SparseRows) -> Any:
-        """Binary: +1 where the score is >= 0, else -1. One-vs-rest: the label of the highest
-        score (ties: the lowest class), a jax array for numeric labels, a numpy array
-        otherwise (then not usable under jit)."""
+        """Binary: +1 where the score is >= 0, else -1 (`classes[1]` / `classes[0]` when it
+        names them). One-vs-rest: the label of the highest score (ties: the lowest class), a
+        jax array for numeric labels, a numpy array otherwise (then not usable under jit)."""
         if self.classes is None:
             return sign_labels(self.decision_function(X))
+        if self.w.ndim == 1:  # binary, naming its (negative, positive) classes
+            return predict_labels(self.decision_function(X), self.classes)
         return labels_at(self.classes, self.predict_index(X))
 
 

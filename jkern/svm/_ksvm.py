@@ -46,7 +46,8 @@ class KernelSVM(eqx.Module):
     Attributes:
         coef: `[..., n]` a_i y_i over the training inputs (0 off the support vectors).
         intercept: `[...]` -rho.
-        classes: for one-vs-rest models, the class labels (sorted), else None.
+        classes: for one-vs-rest models, the class labels (sorted); for a binary model that
+            names them, its (negative, positive) labels; else None.
     """
 
     coef: Float[Array, "*classes n"]
