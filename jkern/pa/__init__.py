@@ -9,6 +9,7 @@ from ._data import parse_sparse_line as parse_sparse_line
 from ._data import parse_sparse_lines as parse_sparse_lines
 from ._data import read_sparse as read_sparse
 from ._data import unique_rows as unique_rows
+from ._data import write_sparse as write_sparse
 from ._explicit import ConjunctionModel as ConjunctionModel
 from ._explicit import ExpandedInstance as ExpandedInstance
 from ._explicit import ExplicitPA as ExplicitPA
