@@ -54,17 +54,21 @@ def conjunction_coefficients(degree: int) -> tuple[int, ...]:
                      for k in range(j, degree + 1)) for j in range(degree + 1))
 
 
-def _conjunction_keys(X: SparseRows, degree: int, base: int
+def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Every conjunction of 1..d features of every row as an int64 key Σ_i (f_i + 1) base^i
     over its sorted features (-1 for combinations that touch padding), and each column's
-    conjunction size. The empty conjunction (key 0) is column 0."""
-    idx = np.asarray(X.indices).astype(np.int64)
-    # features the keys cannot name (ids >= base - 1, unseen in training) count as absent
-    present = (np.asarray(X.values) != 0) & (idx < base - 1)
+    conjunction size. The empty conjunction (key 0) is column 0. Features the keys cannot
+    name (ids >= base - 1) count as absent, and the columns are cut to the most features a
+    row keeps. `X` may be a pair of host arrays (indices, values)."""
+    if isinstance(X, SparseRows):
+        X = (np.asarray(X.indices), np.asarray(X.values))
+    idx = X[0].astype(np.int64)
+    present = (X[1] != 0) & (idx < base - 1)
     order = np.argsort(np.where(present, idx, np.iinfo(np.int64).max), axis=1, kind="stable")
-    idx = np.take_along_axis(idx, order, axis=1)
-    present = np.take_along_axis(present, order, axis=1)
+    width = int(present.sum(axis=1).max(initial=0))
+    idx = np.take_along_axis(idx, order, axis=1)[:, :width]
+    present = np.take_along_axis(present, order, axis=1)[:, :width]
     n, k = idx.shape
     keys = [np.zeros((n, 1), np.int64)]
     sizes = [np.zeros(1, np.int64)]
@@ -182,11 +186,35 @@ class ConjunctionModel(eqx.Module):
         return sign_labels(self.decision_function(X))
 
 
-def conjunction_table(X: SparseRows, degree: int) -> np.ndarray:
-    """The sorted int64 keys of every conjunction (∅ and 1..d features) of `X`'s rows."""
-    base = _base(X.n_features, degree)
-    keys, _ = _conjunction_keys(X, degree, base)
-    return np.unique(keys[keys >= 0])
+def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None,
+                      limit: int | None = None, chunk: int = 1 << 22) -> np.ndarray | None:
+    """The sorted int64 keys of every conjunction (∅ and 1..d features) of `X`'s rows.
+
+    Enumerated `chunk` keys at a time (rows in chunks), so memory follows the table, not
+    the data times its conjunctions.
+
+    Args:
+        X: the rows (binary).
+        degree: the largest conjunction size d.
+        n_common: only conjunctions of features below `n_common` (kernel splitting's common
+            features, keyed in base n_common + 1); None: every feature (base n_features + 1).
+        limit: give up, returning None, once the table holds more than `limit` keys.
+        chunk: keys enumerated at a time.
+    """
+    d = X.n_features if n_common is None else n_common
+    base = _base(d, degree)
+    idx, val = np.asarray(X.indices), np.asarray(X.values)
+    width = int(np.sum((val != 0) & (idx < d), axis=1).max(initial=0))
+    per_row = sum(math.comb(width, j) for j in range(degree + 1))
+    step = max(1, chunk // per_row)
+    table = np.zeros(1, np.int64)  # ∅
+    for start in range(0, len(idx), step):
+        keys, _ = _conjunction_keys((idx[start:start + step], val[start:start + step]),
+                                    degree, base)
+        table = np.union1d(table, keys[keys >= 0])
+        if limit is not None and len(table) > limit:
+            return None
+    return table
 
 
 def _base(n_features: int, degree: int) -> int:
