@@ -45,6 +45,8 @@ from ._split import (
     posting_starts,
 )
 
+CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
+
 
 def prefix_nodes(indices: np.ndarray, n_common: int, n_features: int
                  ) -> tuple[np.ndarray, int]:
@@ -89,7 +91,7 @@ def ensure_room(state: SplitState, need: np.ndarray, events: int) -> SplitState:
     else:
         grown = np.where(count + need > room, np.maximum(2 * room, count + need), room)
         new_start = np.concatenate([[0], np.cumsum(grown)])
-        size = max(1 << int(new_start[-1] - 1).bit_length(), 1)
+        size = max(1 << int(new_start[-1] - 1).bit_length(), len(state.post))
         post = np.zeros(size, np.int32)
         old = np.asarray(state.post)
         f = np.repeat(np.arange(len(count)), count)
@@ -109,13 +111,25 @@ def ensure_room(state: SplitState, need: np.ndarray, events: int) -> SplitState:
 
 
 @eqx.filter_jit
-def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, record: bool):
-    def visit(state, pos):
-        x = jax.tree.map(lambda a: a[pos], data)
-        state, m, upd = learner.step(state, x, y[pos])
-        return state, (m if record else None, upd)
+def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask,
+         record: bool):
+    """Visit `order` (`[chunks, CHUNK_VISITS]`, `mask` False on padding): per chunk, the
+    common-conjunction ids of its examples in one batched search, then the sequential
+    steps."""
 
-    return jax.lax.scan(visit, state, order)
+    def chunk(state, args):
+        pos, valid = args
+        ids = learner.common.ids(data.indices[pos])
+
+        def visit(state, t):
+            x = jax.tree.map(lambda a: a[pos[t]], data)
+            state, m, upd = learner.step(state, x, y[pos[t]], ids[t], valid[t])
+            return state, (m if record else None, upd)
+
+        return jax.lax.scan(visit, state, jnp.arange(pos.shape[0]))
+
+    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask))
+    return state, (None if ms is None else ms.reshape(-1), upds.reshape(-1))
 
 
 def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any,
@@ -143,18 +157,23 @@ def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any
         nodes, n_nodes = np.zeros((n, 1), np.int32), 0
         starts = posting_starts(Xf, first_rows(uids, n_vectors), n_common)
     state = learner.init(capacity=capacity, width=idx.shape[1], n_vectors=n_vectors,
-                         post_start=starts, n_nodes=n_nodes, n_events=n if slicing else 0,
+                         post_start=starts, n_nodes=n_nodes,
+                         n_events=1 << (2 * n - 1).bit_length() if slicing else 0,
                          dtype=dtype)
     data = SplitInstance(jnp.asarray(idx), jnp.asarray(uids), jnp.asarray(nodes))
     need = np.bincount(idx[(idx >= n_common) & (idx < F)], minlength=F) if slicing else None
     yj = jnp.asarray(y)
-    visits = jnp.arange(n, dtype=jnp.int32)
+    size = min(CHUNK_VISITS, n)
+    pad = -n % size
+    visits = jnp.asarray(np.concatenate([np.arange(n), np.zeros(pad, np.int64)])
+                         .astype(np.int32).reshape(-1, size))
+    mask = jnp.asarray(np.arange(n + pad).reshape(-1, size) < n)
     ms, upds = [], []
     for _ in range(epochs):
         if need is not None:
             state = ensure_room(state, need, n)
-        state, (m, u) = _run(learner, state, data, yj, visits, record)
-        ms.append(m)
-        upds.append(u)
+        state, (m, u) = _run(learner, state, data, yj, visits, mask, record)
+        ms.append(None if m is None else m[:n])
+        upds.append(u[:n])
     margins = jnp.stack(ms) if record else None
     return state, margins, jnp.stack(upds), np.asarray(order.original), n_common

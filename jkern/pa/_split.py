@@ -161,28 +161,33 @@ class CommonPart(eqx.Module):
     width: int = eqx.field(static=True)
     degree: int = eqx.field(static=True)
 
-    def ids(self, indices: Int[Array, " k"], dtype: Any
-            ) -> tuple[Int[Array, " K"], Array]:
-        """The weight ids of x's common conjunctions and their margin coefficients c_|U|
-        (`dtype`); conjunctions not in the table get the sink id D and coefficient 0."""
+    def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
+        """The weight ids of x's common conjunctions (∅ first, then by size over the static
+        position combinations); conjunctions not in the table get the sink id D. A batch
+        of rows is one vectorized search (done ahead of the sequential scan)."""
         D = self.keys.shape[0]
         base = self.n_common + 1
-        c = conjunction_coefficients(self.degree)
-        f = indices[:self.width]
+        f = indices[..., :self.width]
         common = f < self.n_common
-        ids = [jnp.zeros((1,), jnp.int32)]
-        coef = [jnp.full((1,), c[0], dtype)]
+        ids = [jnp.zeros(f.shape[:-1] + (1,), jnp.int32)]
         for j, combo in enumerate(combinations(self.width, self.degree), 1):
             if combo.size == 0:
                 break
-            fs = f[combo].astype(self.keys.dtype)  # [nc, j], ascending
-            ok = jnp.all(common[combo], axis=-1)
-            key = sum((fs[:, i] + 1) * base ** i for i in range(j))
+            fs = f[..., combo].astype(self.keys.dtype)  # [..., nc, j], ascending
+            ok = jnp.all(common[..., combo], axis=-1)
+            key = sum((fs[..., i] + 1) * base ** i for i in range(j))
             pos = jnp.minimum(jnp.searchsorted(self.keys, key), D - 1)
             found = ok & (self.keys[pos] == key)
             ids.append(jnp.where(found, pos, D).astype(jnp.int32))
-            coef.append(jnp.where(found, c[j], 0).astype(dtype))
-        return jnp.concatenate(ids), jnp.concatenate(coef)
+        return jnp.concatenate(ids, axis=-1)
+
+    def coefficients(self, ids: Int[Array, " K"], dtype: Any) -> Array:
+        """c_|U| for each id from `ids` (0 for the sink)."""
+        c = conjunction_coefficients(self.degree)
+        sizes = [0] + [j for j, combo in enumerate(combinations(self.width, self.degree), 1)
+                       for _ in range(combo.shape[0])]
+        col = jnp.asarray(np.asarray(c)[np.asarray(sizes, np.int64)], dtype)
+        return jnp.where(ids < self.keys.shape[0], col, 0)
 
 
 def common_part(Xf: SparseRows, degree: int, n_common: int) -> CommonPart:
@@ -248,8 +253,8 @@ class SplitPA(eqx.Module):
     def init(self, *, capacity: int, width: int, n_vectors: int, post_start: np.ndarray,
              n_nodes: int = 0, n_events: int = 0, dtype: Any = None) -> SplitState:
         """An empty model; `post_start`: the index's segment starts and total
-        (`posting_starts`, n_features + 1 entries); slicing: `n_nodes` prefix-trie nodes
-        and room for `n_events` updates."""
+        (`posting_starts`, n_features + 1 entries; the index's size is rounded up to a power
+        of two); slicing: `n_nodes` prefix-trie nodes and room for `n_events` updates."""
         dtype = jnp.result_type(self.C) if dtype is None else dtype
         adt = jnp.int64 if self.exact else dtype
         F = self.n_features
@@ -260,7 +265,7 @@ class SplitPA(eqx.Module):
             n_sv=jnp.zeros((), jnp.int32), n_updates=jnp.zeros((), jnp.int32),
             overflow=jnp.zeros((), bool),
             w=jnp.zeros((self.common.keys.shape[0] + 1,), adt),
-            post=jnp.zeros((max(int(post_start[-1]), 1),), jnp.int32),
+            post=jnp.zeros((1 << max(int(post_start[-1]) - 1, 0).bit_length(),), jnp.int32),
             post_start=jnp.asarray(post_start, jnp.int32),
             post_count=jnp.zeros((F,), jnp.int32),
             pos_of=jnp.zeros((F + 1,), jnp.int32),
@@ -374,11 +379,14 @@ class SplitPA(eqx.Module):
                                   1, mode="drop"),
                               overflow=state.overflow | full)
 
-    def step(self, state: SplitState, x: SplitInstance, y: Any
-             ) -> tuple[SplitState, Float[Array, ""], Bool[Array, ""]]:
-        """One example: (new state, the margin before the step, updated?)."""
+    def step(self, state: SplitState, x: SplitInstance, y: Any, ids: Any = None,
+             valid: Any = True) -> tuple[SplitState, Float[Array, ""], Bool[Array, ""]]:
+        """One example: (new state, the margin before the step, updated?). `ids`: the
+        example's `CommonPart.ids` when computed ahead; `valid=False`: a padding visit
+        (computes, never updates)."""
         F = self.n_features
-        ids, coef = self.common.ids(x.indices, state.w.dtype)
+        ids = self.common.ids(x.indices) if ids is None else ids
+        coef = self.common.coefficients(ids, state.w.dtype)
         pos_of = self._mark(state.pos_of, x.indices, True)
         part = self._slicing_part if self.slicing else self._splitting_part
         state, rare_m = part(state, x, pos_of)
@@ -386,6 +394,7 @@ class SplitPA(eqx.Module):
         state = state._replace(pos_of=self._mark(pos_of, x.indices, False))
         n_x = jnp.sum(x.indices < F).astype(jnp.result_type(self.C))
         upd, dalpha, mf = decide(m, y, n_x, self.C, self.degree, self.textbook)
+        upd = upd & valid
         state, target, ok, new = self._apply(state, x, upd, dalpha, ids, coef)
         if not self.slicing:  # a new support vector joins its rare features' segments
             return self._append(state, x, target, new), mf, upd
