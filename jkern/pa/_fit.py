@@ -155,7 +155,9 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         capacity: support-vector slots of the kernel modes; None (default): the number of
             distinct training vectors, which always suffices. A fit that runs out raises
             `InputError` (or, traced, returns `RESULTS.capacity_exceeded`).
-        block_size: examples per block in `"block"` mode.
+        block_size: examples per block in `"block"`, `"splitting"` and `"slicing"` modes
+            (margins against the model at the block start in one batch, then in-block
+            corrections).
         record: keep every visit's margin in `stats["margins"]`.
         exact: fixed-point weights (int64 counts of 2^-32) and integer kernel values, so
             every mode sums the same integers and gives bit for bit the same updates
@@ -227,7 +229,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             X, y, uids, n_vectors, C=C, degree=degree, epochs=epochs, textbook=textbook,
             exact=exact, capacity=capacity, slicing=mode == "slicing", n_common=n_common,
             memory_budget=positive_int("memory_budget", memory_budget), record=record,
-            dtype=dt)
+            dtype=dt, block=block_size)
         if bool(state.overflow):
             raise InputError(f"capacity={capacity} support vectors is too small for this "
                              "data: pass a larger capacity, or None (the number of distinct "

@@ -39,13 +39,15 @@ from ._split import (
     SplitInstance,
     SplitPA,
     SplitState,
-    choose_n_common,
+    choose_table,
     common_part,
     first_rows,
+    n_conjunctions,
     posting_starts,
 )
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
+IDS_BYTES = 256 * 2**20  # keep every example's conjunction ids when they fit
 
 
 def prefix_nodes(indices: np.ndarray, n_common: int, n_features: int
@@ -111,31 +113,40 @@ def ensure_room(state: SplitState, need: np.ndarray, events: int) -> SplitState:
 
 
 @eqx.filter_jit
-def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask,
-         record: bool):
+def _all_ids(learner: SplitPA, data: SplitInstance, order):
+    return jax.lax.map(lambda pos: learner.common.ids(data.indices[pos]), order)
+
+
+@eqx.filter_jit
+def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask, ids,
+         record: bool, block: int):
     """Visit `order` (`[chunks, CHUNK_VISITS]`, `mask` False on padding): per chunk, the
-    common-conjunction ids of its examples in one batched search, then the sequential
-    steps."""
+    common-conjunction ids of its examples (`ids`, `[chunks, CHUNK_VISITS, K]`, when kept
+    from an earlier epoch; else one batched search), then blocks of `block` examples
+    (`SplitPA.step_block`)."""
+    size = order.shape[1]
 
     def chunk(state, args):
-        pos, valid = args
-        ids = learner.common.ids(data.indices[pos])
+        pos, valid, ids = args
+        ids = learner.common.ids(data.indices[pos]) if ids is None else ids
+        pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
+        ids = ids.reshape(pos.shape + ids.shape[1:])
 
         def visit(state, t):
-            x = jax.tree.map(lambda a: a[pos[t]], data)
-            state, m, upd = learner.step(state, x, y[pos[t]], ids[t], valid[t])
+            xs = jax.tree.map(lambda a: a[pos[t]], data)
+            state, m, upd = learner.step_block(state, xs, y[pos[t]], ids[t], valid[t])
             return state, (m if record else None, upd)
 
-        return jax.lax.scan(visit, state, jnp.arange(pos.shape[0]))
+        return jax.lax.scan(visit, state, jnp.arange(size // block))
 
-    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask))
+    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask, ids))
     return state, (None if ms is None else ms.reshape(-1), upds.reshape(-1))
 
 
 def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any,
               degree: int, epochs: int, textbook: bool, exact: bool, capacity: int,
               slicing: bool, n_common: int | None, memory_budget: int, record: bool,
-              dtype: Any) -> tuple[SplitState, Any, Any, np.ndarray, int]:
+              dtype: Any, block: int = 32) -> tuple[SplitState, Any, Any, np.ndarray, int]:
     """Run PA-I by splitting or slicing over `epochs` passes in file order (binary X).
 
     Returns (final state, margins `[epochs, n]` or None, updated `[epochs, n]`, the original
@@ -143,12 +154,14 @@ def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any
     order = frequency_order(X)
     Xf, _ = order.apply(X)
     F = Xf.n_features
+    keys = None
     if n_common is None:
-        n_common = choose_n_common(Xf, degree, memory_budget)
+        n_common, keys = choose_table(Xf, degree, memory_budget)
     n_common = max(0, min(int(n_common), F))
     idx = np.where(np.asarray(Xf.values) != 0, np.asarray(Xf.indices), F).astype(np.int32)
-    learner = SplitPA(C, common_part(Xf, degree, n_common), degree=degree, textbook=textbook,
-                      exact=exact, n_features=F, slicing=slicing)
+    common = common_part(Xf, degree, n_common, keys)
+    learner = SplitPA(C, common, degree=degree, textbook=textbook, exact=exact, n_features=F,
+                      slicing=slicing)
     n = idx.shape[0]
     if slicing:
         nodes, n_nodes = prefix_nodes(idx, n_common, F)
@@ -163,16 +176,21 @@ def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any
     data = SplitInstance(jnp.asarray(idx), jnp.asarray(uids), jnp.asarray(nodes))
     need = np.bincount(idx[(idx >= n_common) & (idx < F)], minlength=F) if slicing else None
     yj = jnp.asarray(y)
-    size = min(CHUNK_VISITS, n)
+    size = -(-min(CHUNK_VISITS, n) // block) * block
     pad = -n % size
     visits = jnp.asarray(np.concatenate([np.arange(n), np.zeros(pad, np.int64)])
                          .astype(np.int32).reshape(-1, size))
     mask = jnp.asarray(np.arange(n + pad).reshape(-1, size) < n)
+    # the conjunction ids of every example, kept for all epochs when they fit IDS_BYTES
+    # (one chunk: searched again each epoch, which costs less than compiling the search)
+    K = n_conjunctions(common.width, degree)
+    keep = visits.shape[0] > 1 and visits.size * K * 4 <= IDS_BYTES
+    ids = _all_ids(learner, data, visits) if keep else None
     ms, upds = [], []
     for _ in range(epochs):
         if need is not None:
             state = ensure_room(state, need, n)
-        state, (m, u) = _run(learner, state, data, yj, visits, mask, record)
+        state, (m, u) = _run(learner, state, data, yj, visits, mask, ids, record, block)
         ms.append(None if m is None else m[:n])
         upds.append(u[:n])
     margins = jnp.stack(ms) if record else None

@@ -79,8 +79,6 @@ class SplitState(NamedTuple):
             ids (slicing).
         post_start: `[n_features + 1]` where each feature's segment starts (and the end).
         post_count: `[n_features]` entries in each segment.
-        pos_of: `[n_features + 1]` scratch (zeros between steps): 1 + the position of each
-            of the current example's features.
         node_margin: (slicing) `[n_nodes]` the cached partial margin of each trie node.
         node_seen: (slicing) `[n_nodes]` how many of its feature's events the node's
             margin includes (its time stamp).
@@ -100,7 +98,6 @@ class SplitState(NamedTuple):
     post: Int[Array, " P"]
     post_start: Int[Array, " f1"]
     post_count: Int[Array, " f"]
-    pos_of: Int[Array, " f1"]
     node_margin: Array
     node_seen: Int[Array, " nodes"]
     events: Int[Array, " E"]
@@ -117,15 +114,22 @@ def choose_n_common(X: SparseRows, degree: int, budget: int) -> int:
     >>> choose_n_common(X, 2, 1 << 20), choose_n_common(X, 2, 5 * TABLE_BYTES)
     (4, 1)
     """
+    return choose_table(X, degree, budget)[0]
+
+
+def choose_table(X: SparseRows, degree: int, budget: int) -> tuple[int, np.ndarray]:
+    """`choose_n_common`'s N and its table (ascending 2^i − 1: the last, largest table
+    costs about as much as all the smaller ones together)."""
     limit = budget // TABLE_BYTES
-    best, i = 0, 1
+    best, table, i = 0, np.zeros(1, np.int64), 1
     while True:
         n = min(2 ** i - 1, X.n_features)
-        if conjunction_table(X, degree, n_common=n, limit=limit) is None:
-            return best
-        best = n
+        keys = conjunction_table(X, degree, n_common=n, limit=limit)
+        if keys is None:
+            return best, table
+        best, table = n, keys
         if n == X.n_features:
-            return best
+            return best, table
         i += 1
 
 
@@ -190,9 +194,11 @@ class CommonPart(eqx.Module):
         return jnp.where(ids < self.keys.shape[0], col, 0)
 
 
-def common_part(Xf: SparseRows, degree: int, n_common: int) -> CommonPart:
-    """The `CommonPart` of frequency-ordered rows `Xf` for N = `n_common`."""
-    keys = conjunction_table(Xf, degree, n_common=n_common)
+def common_part(Xf: SparseRows, degree: int, n_common: int,
+                keys: np.ndarray | None = None) -> CommonPart:
+    """The `CommonPart` of frequency-ordered rows `Xf` for N = `n_common` (`keys`: its
+    table when already built)."""
+    keys = conjunction_table(Xf, degree, n_common=n_common) if keys is None else keys
     assert keys is not None
     idx, val = np.asarray(Xf.indices), np.asarray(Xf.values)
     width = int(np.sum((val != 0) & (idx < n_common), axis=1).max(initial=0))
@@ -211,7 +217,7 @@ def kernel_int(dots: Array, degree: int, dtype: Any) -> Array:
 
 
 def walk(lengths: Int[Array, " k"], body, init, group: int = GROUP):
-    """Visit the entries of k consecutive segments (segment p has `lengths[p]` entries) in
+    """Visit the entries of consecutive segments (segment p has `lengths[p]` entries) in
     chunks of `group`: `body(acc, p, i, valid)` with `[group]` arrays of segment positions
     p, offsets i within them and validity, returning the new acc."""
     cum = jnp.cumsum(lengths)
@@ -268,7 +274,6 @@ class SplitPA(eqx.Module):
             post=jnp.zeros((1 << max(int(post_start[-1]) - 1, 0).bit_length(),), jnp.int32),
             post_start=jnp.asarray(post_start, jnp.int32),
             post_count=jnp.zeros((F,), jnp.int32),
-            pos_of=jnp.zeros((F + 1,), jnp.int32),
             node_margin=jnp.zeros((max(n_nodes, 1),), adt),
             node_seen=jnp.zeros((max(n_nodes, 1),), jnp.int32),
             events=jnp.zeros((max(n_events, 1),), jnp.int32),
@@ -278,137 +283,179 @@ class SplitPA(eqx.Module):
                              else jnp.int32),
         )
 
-    def _mark(self, pos_of: Array, indices: Array, on: bool) -> Array:
-        """Set (or clear) 1 + the position of each of x's features; padding untouched."""
-        F = self.n_features
-        at = jnp.where(indices < F, indices, F + 1)
-        k = indices.shape[0]
-        return pos_of.at[at].set(jnp.arange(1, k + 1, dtype=jnp.int32) if on else 0,
-                                 mode="drop")
-
     def _rare(self, x: SplitInstance) -> tuple[Array, Array]:
         """(is each position a rare feature, its id or 0)."""
         rare = (x.indices >= self.common.n_common) & (x.indices < self.n_features)
         return rare, jnp.where(rare, x.indices, 0)
 
-    def _splitting_part(self, state: SplitState, x: SplitInstance, pos_of: Array
-                        ) -> tuple[SplitState, Array]:
-        """Σ over support vectors sharing a rare feature with x of α_s [k(s, x) − k(s, x_C)],
-        each counted at the first of x's rare features it holds."""
-        N, d, dt = self.common.n_common, self.degree, state.alpha.dtype
-        rare, f = self._rare(x)
-        lengths = jnp.where(rare, state.post_count[f], 0)
+    def _positions(self, rows: Int[Array, "G k"], xrows: Int[Array, "G k"]) -> Array:
+        """1 + the position in `xrows[g]` of each feature of `rows[g]` (0: absent)."""
+        eq = (rows[:, :, None] == xrows[:, None, :]) & (xrows < self.n_features)[:, None, :]
+        return jnp.where(jnp.any(eq, axis=2), jnp.argmax(eq, axis=2) + 1, 0)
 
-        def body(acc, p, i, valid):
-            s = state.post[state.post_start[f[p]] + i]
+    def _splitting_part(self, state: SplitState, xs: SplitInstance) -> tuple[Array, Array]:
+        """For each example of the block: Σ over support vectors sharing a rare feature
+        with x of α_s [k(s, x) − k(s, x_C)], each counted at the first of x's rare features
+        it holds. One walk over the block's segments. Returns (`[B]` sums, entries)."""
+        N, d, dt = self.common.n_common, self.degree, state.alpha.dtype
+        B, k = xs.indices.shape
+        rare, f = self._rare(xs)
+        lengths = jnp.where(rare, state.post_count[f], 0).reshape(-1)
+        f = f.reshape(-1)
+
+        def body(acc, bp, i, valid):
+            b, p = bp // k, bp % k
+            s = state.post[state.post_start[f[bp]] + i]
             rows = state.sv_indices[s]  # [G, k], padding F
-            q = pos_of[rows]
+            q = self._positions(rows, xs.indices[b])
             hit = q > 0
             dot = jnp.sum(hit, axis=1)
             dot_c = jnp.sum(hit & (rows < N), axis=1)
-            first = jnp.min(jnp.where(hit & (rows >= N), q - 1, rows.shape[1]), axis=1)
+            first = jnp.min(jnp.where(hit & (rows >= N), q - 1, k), axis=1)
             term = state.alpha[s] * (kernel_int(dot, d, dt) - kernel_int(dot_c, d, dt))
-            return acc + jnp.sum(jnp.where(valid & (first == p), term, 0))
+            return acc.at[b].add(jnp.where(valid & (first == p), term, 0))
 
-        state = state._replace(walked=state.walked + jnp.sum(lengths))
-        return state, walk(lengths, body, jnp.zeros((), dt))
+        return walk(lengths, body, jnp.zeros((B,), dt)), jnp.sum(lengths)
 
-    def _slicing_part(self, state: SplitState, x: SplitInstance, pos_of: Array
-                      ) -> tuple[SplitState, Array]:
-        """Σ over x's rare positions j of the partial margin of the prefix x^j (its trie
-        node's cached value plus the updates logged since the node's last visit)."""
+    def _slicing_part(self, state: SplitState, xs: SplitInstance
+                      ) -> tuple[Array, Array, Array, Array, Array]:
+        """For each example of the block: Σ over x's rare positions j of the partial margin
+        of the prefix x^j, its trie node's cached value plus the updates logged since its
+        last visit. Returns (`[B]` sums, entries walked, and the node writes: `[B, k]`
+        nodes, their new margins, their new stamps)."""
         d, dt = self.degree, state.alpha.dtype
-        rare, f = self._rare(x)
+        B, k = xs.indices.shape
+        rare, f = self._rare(xs)
         n_nodes = state.node_margin.shape[0]
-        node = jnp.where(rare, x.nodes, n_nodes)
+        node = jnp.where(rare, xs.nodes, n_nodes)
         nodec = jnp.minimum(node, n_nodes - 1)
-        seen = state.node_seen[nodec]
+        seen = state.node_seen[nodec].reshape(-1)
         count = state.post_count[f]
-        lengths = jnp.where(rare, count - seen, 0)
+        lengths = jnp.where(rare, count, 0).reshape(-1) - jnp.where(rare.reshape(-1), seen, 0)
+        f = f.reshape(-1)
 
-        def body(acc, p, i, valid):
-            ev = state.events[state.post[state.post_start[f[p]] + seen[p] + i]]
-            q = pos_of[state.sv_indices[ev]]  # [G, k]
+        def body(acc, bp, i, valid):
+            b, p = bp // k, bp % k
+            entry = state.post[state.post_start[f[bp]] + seen[bp] + i]
+            q = self._positions(state.sv_indices[state.events[entry]], xs.indices[b])
             # |s ∩ x^p|: s's features among x's first p + 1 (it holds feature p itself)
             a = jnp.sum((q > 0) & (q <= p[:, None] + 1), axis=1)
-            da = state.event_alpha[state.post[state.post_start[f[p]] + seen[p] + i]]
-            term = da * (kernel_int(a, d, dt) - kernel_int(a - 1, d, dt))
-            return acc.at[p].add(jnp.where(valid, term, 0))
+            term = state.event_alpha[entry] * (kernel_int(a, d, dt) - kernel_int(a - 1, d, dt))
+            return acc.at[bp].add(jnp.where(valid, term, 0))
 
-        partial = state.node_margin[nodec] + walk(lengths, body, jnp.zeros(rare.shape, dt))
-        state = state._replace(
-            walked=state.walked + jnp.sum(lengths),
-            node_margin=state.node_margin.at[node].set(partial, mode="drop"),
-            node_seen=state.node_seen.at[node].set(count, mode="drop"))
-        return state, jnp.sum(jnp.where(rare, partial, 0))
+        fresh = walk(lengths, body, jnp.zeros((B * k,), dt)).reshape(B, k)
+        partial = state.node_margin[nodec] + fresh
+        return (jnp.sum(jnp.where(rare, partial, 0), axis=1), jnp.sum(lengths), node, partial,
+                count)
 
-    def _apply(self, state: SplitState, x: SplitInstance, upd, dalpha, ids, coef
-               ) -> tuple[SplitState, Array, Array, Array]:
-        """Write an update: α, the common-conjunction weights, a new slot and its row.
-        Returns (state, the slot written or capacity, applied?, a new support vector?)."""
-        cap = state.alpha.shape[0]
-        s = state.slot[x.uid]
-        new = upd & (s < 0)
-        full = new & (state.n_sv >= cap)
-        ok = upd & ~full
-        target = jnp.where(ok, jnp.where(new, state.n_sv, s), cap)
-        new &= ok
-        w = state.w.at[ids].add(jnp.where(ok & (coef != 0), dalpha, 0).astype(state.w.dtype))
-        state = state._replace(
-            sv_indices=state.sv_indices.at[jnp.where(new, target, cap)].set(
-                x.indices.astype(jnp.int32), mode="drop"),
-            alpha=state.alpha.at[target].add(dalpha, mode="drop"),
-            slot=state.slot.at[x.uid].set(jnp.where(ok, target, s)),
-            n_sv=state.n_sv + new.astype(jnp.int32),
-            n_updates=state.n_updates + ok.astype(jnp.int32),
-            overflow=state.overflow | full, w=w)
-        return state, target, ok, new
-
-    def _append(self, state: SplitState, x: SplitInstance, entry: Array, add: Array
+    def _append(self, state: SplitState, xs: SplitInstance, entries: Array, add: Array
                 ) -> SplitState:
-        """Append `entry` to the index segments of x's rare features when `add`; a full
-        segment sets `overflow` (the host sizes them so that this never happens)."""
+        """Append `entries[b]` to the index segments of example b's rare features where
+        `add[b]`, in block order (one scatter: a feature's earlier entries in the block
+        push later ones down its segment); a full segment sets `overflow` (the host sizes
+        them so that this never happens)."""
         F = self.n_features
-        rare, f = self._rare(x)
-        at = state.post_start[f] + state.post_count[f]
-        put = rare & add
+        rare, f = self._rare(xs)
+        put = (rare & add[:, None]).reshape(-1)
+        f = f.reshape(-1)
+        same = (f[:, None] == f[None, :]) & put[None, :]
+        before = jnp.sum(jnp.tril(same, -1), axis=1)  # earlier entries of the same feature
+        at = state.post_start[f] + state.post_count[f] + before
         full = jnp.any(put & (at >= state.post_start[f + 1]))
         at = jnp.where(put, at, state.post.shape[0])
-        return state._replace(post=state.post.at[at].set(entry, mode="drop"),
+        value = jnp.broadcast_to(entries[:, None], rare.shape).reshape(-1)
+        return state._replace(post=state.post.at[at].set(value, mode="drop"),
                               post_count=state.post_count.at[jnp.where(put, f, F)].add(
                                   1, mode="drop"),
                               overflow=state.overflow | full)
 
-    def step(self, state: SplitState, x: SplitInstance, y: Any, ids: Any = None,
-             valid: Any = True) -> tuple[SplitState, Float[Array, ""], Bool[Array, ""]]:
-        """One example: (new state, the margin before the step, updated?). `ids`: the
-        example's `CommonPart.ids` when computed ahead; `valid=False`: a padding visit
-        (computes, never updates)."""
-        F = self.n_features
-        ids = self.common.ids(x.indices) if ids is None else ids
-        coef = self.common.coefficients(ids, state.w.dtype)
-        pos_of = self._mark(state.pos_of, x.indices, True)
-        part = self._slicing_part if self.slicing else self._splitting_part
-        state, rare_m = part(state, x, pos_of)
-        m = jnp.sum(coef * state.w[ids]) + rare_m
-        state = state._replace(pos_of=self._mark(pos_of, x.indices, False))
-        n_x = jnp.sum(x.indices < F).astype(jnp.result_type(self.C))
-        upd, dalpha, mf = decide(m, y, n_x, self.C, self.degree, self.textbook)
-        upd = upd & valid
-        state, target, ok, new = self._apply(state, x, upd, dalpha, ids, coef)
-        if not self.slicing:  # a new support vector joins its rare features' segments
-            return self._append(state, x, target, new), mf, upd
-        # slicing: log the update (an event) in its rare features' segments
-        E = state.events.shape[0]
-        e = jnp.where(ok, state.n_events, E)
+    def step_block(self, state: SplitState, xs: SplitInstance, ys: Any, ids: Any = None,
+                   mask: Any = None
+                   ) -> tuple[SplitState, Float[Array, " b"], Bool[Array, " b"]]:
+        """B examples in order: (new state, margins, updated flags).
+
+        Their margins against the model at the block start in one batched computation
+        (explicit part and split or sliced kernel part), their B × B kernel matrix, then a
+        sequential scan that adds the corrections Σ_{j<t updated} Δα_j k(x_j, x_t) and
+        decides; the updates are written at the end. `ids`: the examples' `CommonPart.ids`
+        when computed ahead; `mask[t] = False` skips position t (padding)."""
+        B = xs.indices.shape[0]
+        F, d, dt = self.n_features, self.degree, state.alpha.dtype
+        mask = jnp.ones((B,), bool) if mask is None else jnp.asarray(mask, bool)
+        ids = self.common.ids(xs.indices) if ids is None else ids
+        coef = self.common.coefficients(ids, dt)
+        m0 = jnp.sum(coef * state.w[ids], axis=1)
+        if self.slicing:
+            rare_m, walked, node, partial, count = self._slicing_part(state, xs)
+            # examples sharing a node computed the same value from the same state
+            state = state._replace(
+                node_margin=state.node_margin.at[node].set(partial, mode="drop"),
+                node_seen=state.node_seen.at[node].set(count, mode="drop"))
+        else:
+            rare_m, walked = self._splitting_part(state, xs)
+        m0 = m0 + rare_m
+        present = xs.indices < F
+        shared = jnp.sum((xs.indices[:, None, :, None] == xs.indices[None, :, None, :])
+                         & present[:, None, :, None], axis=(2, 3))
+        kbb = kernel_int(shared, d, dt)  # [B, B]
+        n_x = jnp.sum(present, axis=1).astype(jnp.result_type(self.C))
+        cap = state.alpha.shape[0]
+
+        same_uid = xs.uid[:, None] == xs.uid[None, :]
+
+        def body(carry, t):
+            # slot: the current slot of each block position's vector
+            dalpha, slot, n_sv, n_upd, overflow = carry
+            upd, da, m = decide(m0[t] + jnp.sum(dalpha * kbb[:, t]), ys[t], n_x[t], self.C,
+                                d, self.textbook)
+            upd = upd & mask[t]
+            s = slot[t]
+            new = upd & (s < 0)
+            full = new & (n_sv >= cap)
+            ok = upd & ~full
+            target = jnp.where(ok, jnp.where(new, n_sv, s), cap)
+            dalpha = dalpha.at[t].set(jnp.where(ok, da, 0))
+            slot = jnp.where(same_uid[t] & ok, target, slot)
+            carry = (dalpha, slot, n_sv + (new & ok).astype(jnp.int32),
+                     n_upd + ok.astype(jnp.int32), overflow | full)
+            return carry, (m, upd, ok, target, new & ok)
+
+        carry0 = (jnp.zeros((B,), dt), state.slot[xs.uid], state.n_sv, state.n_updates,
+                  state.overflow)
+        (dalpha, slot_b, n_sv, n_upd, overflow), (ms, upds, oks, targets, news) = \
+            jax.lax.scan(body, carry0, jnp.arange(B))
+        slot = state.slot.at[xs.uid].set(slot_b)  # equal vectors, equal final slots
+        found = coef != 0
         state = state._replace(
-            events=state.events.at[e].set(target, mode="drop"),
-            event_alpha=state.event_alpha.at[e].set(dalpha, mode="drop"),
-            n_events=state.n_events + ok.astype(jnp.int32),
-            overflow=state.overflow | (ok & (state.n_events >= E)))
-        return self._append(state, x, e, ok), mf, upd
+            sv_indices=state.sv_indices.at[jnp.where(news, targets, cap)].set(
+                xs.indices.astype(jnp.int32), mode="drop"),
+            alpha=state.alpha.at[targets].add(dalpha, mode="drop"),
+            w=state.w.at[ids].add(jnp.where(found, dalpha[:, None], 0)),
+            slot=slot, n_sv=n_sv, n_updates=n_upd, overflow=overflow,
+            walked=state.walked + jnp.sum(walked).astype(state.walked.dtype))
+        if self.slicing:  # log the updates (events) in their rare features' segments
+            E = state.events.shape[0]
+            ev = jnp.where(oks, state.n_events + jnp.cumsum(oks) - 1, E)
+            state = state._replace(
+                events=state.events.at[ev].set(targets, mode="drop"),
+                event_alpha=state.event_alpha.at[ev].set(dalpha, mode="drop"),
+                n_events=state.n_events + jnp.sum(oks, dtype=jnp.int32),
+                overflow=state.overflow | jnp.any(oks & (ev >= E)))
+            entries, add = ev.astype(jnp.int32), oks
+        else:  # a new support vector joins its rare features' segments
+            entries, add = targets.astype(jnp.int32), news
+
+        return self._append(state, xs, entries, add), ms, upds
+
+    def step(self, state: SplitState, x: SplitInstance, y: Any
+             ) -> tuple[SplitState, Float[Array, ""], Bool[Array, ""]]:
+        """One example: (new state, the margin before the step, updated?)."""
+        xs = jax.tree.map(lambda a: a[None], x)
+        state, m, upd = self.step_block(state, xs, jnp.asarray(y)[None])
+        return state, m[0], upd[0]
 
     def update(self, state: SplitState, x: SplitInstance, y: Any) -> SplitState:
+        """One example: the state after PA-I's step on (x, y)."""
         return self.step(state, x, y)[0]
 
 
