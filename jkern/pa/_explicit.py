@@ -208,12 +208,22 @@ def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None
     per_row = sum(math.comb(width, j) for j in range(degree + 1))
     step = max(1, chunk // per_row)
     table = np.zeros(1, np.int64)  # ∅
+    parts: list[np.ndarray] = []
+    pending = 0
+    # merge the chunks' distinct keys now and then (memory), and check the limit then
+    merge_at = max(chunk, 2 * limit if limit is not None else 0)
     for start in range(0, len(idx), step):
         keys, _ = _conjunction_keys((idx[start:start + step], val[start:start + step]),
                                     degree, base)
-        table = np.union1d(table, keys[keys >= 0])
-        if limit is not None and len(table) > limit:
-            return None
+        part = np.unique(keys[keys >= 0])
+        parts.append(part)
+        pending += len(part)
+        last = start + step >= len(idx)
+        if pending > merge_at or last or (limit is not None and len(part) > limit):
+            table = np.unique(np.concatenate([table, *parts]))
+            parts, pending = [], 0
+            if limit is not None and len(table) > limit:
+                return None
     return table
 
 

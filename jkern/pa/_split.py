@@ -118,19 +118,20 @@ def choose_n_common(X: SparseRows, degree: int, budget: int) -> int:
 
 
 def choose_table(X: SparseRows, degree: int, budget: int) -> tuple[int, np.ndarray]:
-    """`choose_n_common`'s N and its table (ascending 2^i − 1: the last, largest table
-    costs about as much as all the smaller ones together)."""
+    """`choose_n_common`'s N and its table. As opal: every feature first, then halving N
+    to 2^i − 1 while the table is too big (a too-big table stops being enumerated as soon
+    as it passes the budget)."""
     limit = budget // TABLE_BYTES
-    best, table, i = 0, np.zeros(1, np.int64), 1
-    while True:
-        n = min(2 ** i - 1, X.n_features)
-        keys = conjunction_table(X, degree, n_common=n, limit=limit)
-        if keys is None:
-            return best, table
-        best, table = n, keys
-        if n == X.n_features:
-            return best, table
-        i += 1
+    n = X.n_features
+    sample = X.rows(np.arange(0, len(X), 8))  # its table is a subset: a cheap first test
+    while n > 0:
+        fits = len(X) < 64 or conjunction_table(sample, degree, n_common=n,
+                                                limit=limit) is not None
+        keys = conjunction_table(X, degree, n_common=n, limit=limit) if fits else None
+        if keys is not None:
+            return n, keys
+        n = (1 << (n.bit_length() - 1)) - 1 if n & (n + 1) else n // 2  # 2^i - 1 below
+    return 0, np.zeros(1, np.int64)
 
 
 def posting_starts(X: SparseRows, first_rows: np.ndarray, n_common: int, *,
