@@ -164,3 +164,19 @@ def test_errors():
     X, y = _random_binary(11, n=30)
     with pytest.raises(InputError, match="capacity=3"):
         fit(X, y, capacity=3, mode="slicing", n_common=2)
+
+
+def test_explicit_mode_in_chunks_of_visits(monkeypatch):
+    import jkern.pa._fit as fit_module
+
+    monkeypatch.setattr(fit_module, "CHUNK_VISITS", 16)  # 150 visits: 10 chunks, padded
+    X, y = _random_binary(3)
+    ref = pa_reference(_rows(X), y.tolist(), degree=3, epochs=EPOCHS, exact=True)
+    sol = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit", record=True)
+    _check_same(sol, ref, alpha=False, atol=0)
+    path = require(SHARED_DATA / "srl" / "boundary_5000.dat")
+    data = parse_sparse_lines(path.read_text(encoding="utf-8").splitlines()[:60])
+    ref = pa_reference(_rows(data.features), data.labels.tolist(), degree=3, epochs=2,
+                       exact=True)
+    sol = fit(data.features, data.labels, degree=3, epochs=2, mode="explicit", record=True)
+    _check_same(sol, ref, alpha=False, atol=0)

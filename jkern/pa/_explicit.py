@@ -17,8 +17,11 @@ are int64 counts of 2^-32 like the kernel modes' α, so the margins are the same
 Linear mode (opal's linear row) is the plain linear PA-I m = Σ_f w_f x_f, no bias, real
 values allowed.
 
-Memory: an example of k features holds Σ_{j≤d} C(k, j) conjunctions (k = 30, d = 3: 4,526),
-all materialized here; a chunked expansion is left for later (issue 21).
+Memory: an example of k features holds Σ_{j≤d} C(k, j) conjunctions (k = 30, d = 3: 4,526).
+`fit` never materializes them for the whole data: the table is enumerated in chunks
+(`conjunction_table`), and the weight ids of 4,096 visits at a time are searched in one
+batch inside the jitted run (`_split.CommonPart` with every feature common), so memory
+follows the table and one chunk. `expand` (host, whole matrix) is for models' inputs.
 """
 
 from __future__ import annotations
@@ -132,14 +135,16 @@ class ExplicitPA(eqx.Module):
         dtype = jnp.int64 if self.exact else dtype
         return ExplicitState(jnp.zeros((n_weights + 1,), dtype), jnp.zeros((), jnp.int32))
 
-    def step(self, state: ExplicitState, x: ExpandedInstance, y: Any
+    def step(self, state: ExplicitState, x: ExpandedInstance, y: Any, valid: Any = True
              ) -> tuple[ExplicitState, Float[Array, ""], Bool[Array, ""]]:
-        """(new state, the margin before the step, updated?)."""
+        """(new state, the margin before the step, updated?); `valid=False`: a padding
+        visit (never updates)."""
         w = state.w
         fdt = x.sq_norm.dtype
         m = jnp.sum(x.margin_coef.astype(w.dtype) * w[x.ids])
         upd, delta, m = decide(m, jnp.asarray(y, fdt), x.sq_norm, self.C, self.degree,
                                self.textbook)
+        upd = upd & valid
         w = w.at[x.ids].add(jnp.where(upd, delta, 0) * x.step_coef.astype(w.dtype))
         return ExplicitState(w, state.n_updates + upd.astype(jnp.int32)), m, upd
 

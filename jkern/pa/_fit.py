@@ -28,9 +28,17 @@ from .._sparse import SparseRows
 from .._validate import concrete, float_dtype, is_traced, plus_minus_labels, positive, positive_int
 from ..errors import InputError
 from ._data import is_binary, unique_rows
-from ._explicit import ConjunctionModel, ExplicitPA, conjunction_table, expand, index_rows
+from ._explicit import (
+    ConjunctionModel,
+    ExpandedInstance,
+    ExplicitPA,
+    conjunction_table,
+    expand,
+    index_rows,
+)
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins
-from ._slice import fit_split
+from ._slice import CHUNK_VISITS, fit_split
+from ._split import CommonPart, common_part
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -126,6 +134,31 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
         return state, (m if record else None, upd)
 
     state, (ms, upds) = jax.lax.scan(visit, state, order[:, 0])
+    return state, ms, upds
+
+
+@eqx.filter_jit
+def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
+                      mask, record: bool):
+    """Linear PA-I on the conjunction expansion without materializing it: per chunk of
+    visits (`order`, `[chunks, size]`), the weight ids of its examples in one batched
+    search, then the sequential steps."""
+    D = common.keys.shape[0]
+
+    def chunk(state, args):
+        pos, valid = args
+        ids = common.ids(idx[pos])
+        coef = common.coefficients(ids, sq.dtype)
+        step_coef = (ids < D).astype(sq.dtype)
+
+        def visit(state, t):
+            x = ExpandedInstance(ids[t], coef[t], step_coef[t], sq[pos[t]])
+            state, m, upd = learner.step(state, x, y[pos[t]], valid[t])
+            return state, (m if record else None, upd)
+
+        return jax.lax.scan(visit, state, jnp.arange(pos.shape[0]))
+
+    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask))
     return state, ms, upds
 
 
@@ -276,13 +309,28 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         linear = mode == "linear"
         keys = np.zeros(0, np.int64) if linear else conjunction_table(X, degree)
         assert keys is not None
-        data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
         learner = ExplicitPA(C, degree=1 if linear else degree,
                              textbook=textbook and not linear, exact=exact)
         n_weights = X.n_features if linear else len(keys)
         state = learner.init(n_weights, dtype=dt)
-        order, _ = _stream(n, epochs, 1)
-        state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order), record)
+        if linear:
+            data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
+            order, _ = _stream(n, epochs, 1)
+            state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order),
+                                            record)
+        else:
+            if not binary:
+                raise InputError("the conjunction expansion needs binary features (every "
+                                 "value 1); use mode='kernel' or 'block' for real values")
+            F = X.n_features
+            val = np.asarray(X.values)
+            idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
+            sq = jnp.asarray(np.sum(val != 0, axis=1), dt)
+            size = min(CHUNK_VISITS, n * epochs)
+            order, mask = _stream(n, epochs, size)
+            state, ms, upds = _run_conjunctions(
+                learner, common_part(X, degree, F, keys), state, jnp.asarray(idx, jnp.int32),
+                sq, y, jnp.asarray(order), jnp.asarray(mask), record)
         w = state.w.astype(dt) / SCALE if exact else state.w
         finite = jnp.all(jnp.isfinite(w))
         code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)
