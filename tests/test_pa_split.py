@@ -25,66 +25,69 @@ EPOCHS = 3
 MODES = ("splitting", "slicing")
 
 
-@pytest.mark.parametrize("degree", [1, 2, 3])
-def test_random_vectors_match_reference(degree):
-    X, y = _random_binary(degree)
+def _dataset(name: str) -> tuple[SparseRows, np.ndarray, int | None]:
+    """(X, y, N) of a small test set: N = 3 on random rows, 15 of the 300 synthetic
+    features, opal's rule on the first boundary lines (which renumber themselves)."""
+    if name == "random":
+        X, y = _random_binary(7)
+        return X, y, 3
+    if name == "synthetic":
+        train, _ = conjunctive_concepts(300, 0, key=1, n_features=300, n_frequent=20,
+                                        degree=2)
+        return train.features, train.labels, 15
+    path = require(SHARED_DATA / "srl" / "boundary_5000.dat")
+    data = parse_sparse_lines(path.read_text(encoding="utf-8").splitlines()[:80],
+                              source=str(path))
+    return data.features, data.labels, None
+
+
+SLOW = pytest.mark.slow
+CASES = [("random", 1), ("random", 2), ("random", 3), ("synthetic", 2), ("boundary", 3),
+         pytest.param("synthetic", 1, marks=SLOW), pytest.param("synthetic", 3, marks=SLOW),
+         pytest.param("boundary", 1, marks=SLOW), pytest.param("boundary", 2, marks=SLOW)]
+
+
+@pytest.mark.parametrize(("dataset", "degree"), CASES)
+def test_modes_match_reference(dataset, degree):
+    """Splitting and slicing give the reference's updates, margins and alpha bit for bit
+    (the full 3 x 3 matrix with -m slow)."""
+    X, y, n_common = _dataset(dataset)
     ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
     assert 0 < sum(ref.updated) < len(ref.updated)
-    # N = 0: every feature rare (kernel part only); N = 3: both parts; None: opal's rule
+    walked = {}
     for mode in MODES:
-        for n_common in ((0, 3) if degree == 2 else (3,)) + ((None,) if mode == "slicing" and
-                                                             degree == 2 else ()):
-            sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True,
-                      n_common=n_common, block_size=7 if n_common == 3 else 32)
-            _check_same(sol, ref, atol=0)  # bit for bit
-            seen = frequency_order(X).n_features  # the features that occur
-            assert sol.stats["n_common"] == (seen if n_common is None else n_common)
+        sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True,
+                  n_common=n_common, block_size=7)
+        _check_same(sol, ref, atol=0)  # bit for bit
+        walked[mode] = int(sol.stats["walked"])
+    if dataset == "synthetic":  # cached prefixes: fewer index entries than splitting's walk
+        assert walked["slicing"] < walked["splitting"]
+
+
+def test_every_feature_rare_or_common():
+    # N = 0: the kernel part only; None: opal's rule (here every feature is common)
+    X, y = _random_binary(2)
+    ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=EPOCHS, exact=True)
+    for mode, n_common in (("splitting", 0), ("slicing", 0), ("slicing", None)):
+        sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, record=True, n_common=n_common)
+        _check_same(sol, ref, atol=0)
+        seen = frequency_order(X).n_features  # the features that occur
+        assert sol.stats["n_common"] == (seen if n_common is None else n_common)
+    assert int(sol.stats["walked"]) == 0
 
 
 def test_float_arithmetic_and_textbook_step():
     X, y = _random_binary(4)
     rows = _rows(X)
     ref = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS)
-    book = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS, step="textbook",
-                        exact=True)
     sol = fit(X, y, degree=2, epochs=EPOCHS, mode="splitting", record=True, n_common=4,
               exact=False)
     _check_same(sol, ref)  # margins to 1e-9
-    sol = fit(X, y, degree=2, epochs=EPOCHS, mode="slicing", record=True, n_common=4,
-              exact=False, textbook=True)
-    _check_same(sol, pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS,
-                                  step="textbook"))
+    book = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS, step="textbook",
+                        exact=True)
     sol = fit(X, y, degree=2, epochs=EPOCHS, mode="slicing", record=True, n_common=2,
               textbook=True)
     _check_same(sol, book, atol=0)
-
-
-def test_synthetic_concepts_match_reference_and_slicing_reuses_margins():
-    train, _ = conjunctive_concepts(400, 0, key=1, n_features=300, n_frequent=20, degree=2)
-    X, y = train.features, train.labels
-    for degree in (2, 3):
-        ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
-        walked = {}
-        for mode in MODES:
-            sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True, n_common=15)
-            _check_same(sol, ref, atol=0)
-            walked[mode] = int(sol.stats["walked"])
-        # the cached prefixes visit fewer index entries than splitting's full walk
-        assert walked["slicing"] < walked["splitting"]
-
-
-def test_boundary_vectors_match_reference():
-    path = require(SHARED_DATA / "srl" / "boundary_5000.dat")
-    lines = path.read_text(encoding="utf-8").splitlines()[:80]
-    data = parse_sparse_lines(lines, source=str(path))
-    X, y = data.features, data.labels  # the file's ids: the modes renumber themselves
-    rows = _rows(X)
-    for degree in (1, 2, 3):
-        ref = pa_reference(rows, y.tolist(), degree=degree, epochs=2, exact=True)
-        for mode in MODES:
-            sol = fit(X, y, degree=degree, epochs=2, mode=mode, record=True,
-                      n_common=7 if degree < 3 else None)
-            _check_same(sol, ref, atol=0)
 
 
 def test_update_one_example_at_a_time_in_a_scan():
@@ -123,11 +126,14 @@ def test_update_one_example_at_a_time_in_a_scan():
 def test_model_uses_the_input_ids():
     X, y = _random_binary(8)
     want = fit(X, y, degree=3, epochs=EPOCHS, mode="kernel").model
-    for mode in MODES:
-        model = fit(X, y, degree=3, epochs=EPOCHS, mode=mode, n_common=5).model
-        np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(want.alpha))
-        np.testing.assert_array_equal(np.asarray(model.decision_function(X)),
-                                      np.asarray(want.decision_function(X)))
+    model = fit(X, y, degree=3, epochs=EPOCHS, mode="slicing", n_common=5).model
+    np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(want.alpha))
+    def rows(m):  # each support vector's features, as a sorted row (-1: padding)
+        return np.sort(np.where(np.asarray(m.values) != 0, np.asarray(m.indices), -1), axis=1)
+
+    np.testing.assert_array_equal(rows(model), rows(want))
+    np.testing.assert_array_equal(np.asarray(model.decision_function(X)),
+                                  np.asarray(want.decision_function(X)))
 
 
 def test_choose_n_common_halves_to_fit_the_budget():
@@ -180,3 +186,29 @@ def test_explicit_mode_in_chunks_of_visits(monkeypatch):
                        exact=True)
     sol = fit(data.features, data.labels, degree=3, epochs=2, mode="explicit", record=True)
     _check_same(sol, ref, alpha=False, atol=0)
+
+
+def test_ensure_room_keeps_the_index_and_makes_room():
+    import jax.numpy as jnp
+
+    from jkern.pa import SplitPA
+    from jkern.pa._slice import ensure_room
+    from jkern.pa._split import CommonPart
+
+    common = CommonPart(jnp.zeros((1,), jnp.int32), 0, 0, 2)
+    learner = SplitPA(jnp.asarray(1.0), common, n_features=3, slicing=True)
+    state = learner.init(capacity=4, width=2, n_vectors=4,
+                         post_start=np.array([0, 2, 3, 5]), n_nodes=1, n_events=4)
+    # segments: f0 [0, 2) full, f1 [2, 3) empty, f2 [3, 5) one entry
+    state = state._replace(post=jnp.asarray([7, 8, 0, 9, 0, 0, 0, 0], jnp.int32),
+                           post_count=jnp.asarray([2, 0, 1], jnp.int32),
+                           n_events=jnp.asarray(3, jnp.int32))
+    grown = ensure_room(state, np.array([1, 1, 1]), 3)
+    start = np.asarray(grown.post_start)
+    count = np.asarray(grown.post_count)
+    post = np.asarray(grown.post)
+    assert np.all(start[1:] - start[:-1] >= count + 1)  # room for one more each
+    assert post[start[0]:start[0] + 2].tolist() == [7, 8] and post[start[2]] == 9
+    assert grown.events.shape[0] >= 6 and len(post) & (len(post) - 1) == 0  # powers of two
+    same = ensure_room(grown, np.array([1, 1, 1]), 1)
+    assert same.post is grown.post  # enough room: unchanged

@@ -172,6 +172,7 @@ def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any
     state = learner.init(capacity=capacity, width=idx.shape[1], n_vectors=n_vectors,
                          post_start=starts, n_nodes=n_nodes,
                          n_events=1 << (2 * n - 1).bit_length() if slicing else 0,
+                         block=block,
                          dtype=dtype)
     data = SplitInstance(jnp.asarray(idx), jnp.asarray(uids), jnp.asarray(nodes))
     need = np.bincount(idx[(idx >= n_common) & (idx < F)], minlength=F) if slicing else None

@@ -86,6 +86,8 @@ class SplitState(NamedTuple):
         event_alpha: (slicing) `[E]` its Δα.
         n_events: (slicing) events logged.
         walked: index entries visited so far (the kernel part's work).
+        scratch: `[block, n_features + 1]` zeros between steps: 1 + the position of each
+            feature in each example of the current block.
     """
 
     sv_indices: Int[Array, "cap k"]
@@ -104,6 +106,7 @@ class SplitState(NamedTuple):
     event_alpha: Array
     n_events: Int[Array, ""]
     walked: Int[Array, ""]
+    scratch: Int[Array, "b f1"]
 
 
 def choose_n_common(X: SparseRows, degree: int, budget: int) -> int:
@@ -258,10 +261,12 @@ class SplitPA(eqx.Module):
     slicing: bool = eqx.field(static=True, default=False)
 
     def init(self, *, capacity: int, width: int, n_vectors: int, post_start: np.ndarray,
-             n_nodes: int = 0, n_events: int = 0, dtype: Any = None) -> SplitState:
+             n_nodes: int = 0, n_events: int = 0, block: int = 1, dtype: Any = None
+             ) -> SplitState:
         """An empty model; `post_start`: the index's segment starts and total
         (`posting_starts`, n_features + 1 entries; the index's size is rounded up to a power
-        of two); slicing: `n_nodes` prefix-trie nodes and room for `n_events` updates."""
+        of two); slicing: `n_nodes` prefix-trie nodes and room for `n_events` updates;
+        scratch for blocks of up to `block` examples."""
         dtype = jnp.result_type(self.C) if dtype is None else dtype
         adt = jnp.int64 if self.exact else dtype
         F = self.n_features
@@ -282,6 +287,7 @@ class SplitPA(eqx.Module):
             n_events=jnp.zeros((), jnp.int32),
             walked=jnp.zeros((), jnp.int64 if jax.config.jax_enable_x64  # pyright: ignore
                              else jnp.int32),
+            scratch=jnp.zeros((max(block, 1), F + 1), jnp.int32),
         )
 
     def _rare(self, x: SplitInstance) -> tuple[Array, Array]:
@@ -289,12 +295,8 @@ class SplitPA(eqx.Module):
         rare = (x.indices >= self.common.n_common) & (x.indices < self.n_features)
         return rare, jnp.where(rare, x.indices, 0)
 
-    def _positions(self, rows: Int[Array, "G k"], xrows: Int[Array, "G k"]) -> Array:
-        """1 + the position in `xrows[g]` of each feature of `rows[g]` (0: absent)."""
-        eq = (rows[:, :, None] == xrows[:, None, :]) & (xrows < self.n_features)[:, None, :]
-        return jnp.where(jnp.any(eq, axis=2), jnp.argmax(eq, axis=2) + 1, 0)
-
-    def _splitting_part(self, state: SplitState, xs: SplitInstance) -> tuple[Array, Array]:
+    def _splitting_part(self, state: SplitState, xs: SplitInstance, pos: Array
+                        ) -> tuple[Array, Array]:
         """For each example of the block: Σ over support vectors sharing a rare feature
         with x of α_s [k(s, x) − k(s, x_C)], each counted at the first of x's rare features
         it holds. One walk over the block's segments. Returns (`[B]` sums, entries)."""
@@ -308,7 +310,7 @@ class SplitPA(eqx.Module):
             b, p = bp // k, bp % k
             s = state.post[state.post_start[f[bp]] + i]
             rows = state.sv_indices[s]  # [G, k], padding F
-            q = self._positions(rows, xs.indices[b])
+            q = pos[b[:, None], rows]  # 1 + the position in x_b (0: absent)
             hit = q > 0
             dot = jnp.sum(hit, axis=1)
             dot_c = jnp.sum(hit & (rows < N), axis=1)
@@ -318,7 +320,7 @@ class SplitPA(eqx.Module):
 
         return walk(lengths, body, jnp.zeros((B,), dt)), jnp.sum(lengths)
 
-    def _slicing_part(self, state: SplitState, xs: SplitInstance
+    def _slicing_part(self, state: SplitState, xs: SplitInstance, pos: Array
                       ) -> tuple[Array, Array, Array, Array, Array]:
         """For each example of the block: Σ over x's rare positions j of the partial margin
         of the prefix x^j, its trie node's cached value plus the updates logged since its
@@ -338,7 +340,7 @@ class SplitPA(eqx.Module):
         def body(acc, bp, i, valid):
             b, p = bp // k, bp % k
             entry = state.post[state.post_start[f[bp]] + seen[bp] + i]
-            q = self._positions(state.sv_indices[state.events[entry]], xs.indices[b])
+            q = pos[b[:, None], state.sv_indices[state.events[entry]]]  # [G, k]
             # |s ∩ x^p|: s's features among x's first p + 1 (it holds feature p itself)
             a = jnp.sum((q > 0) & (q <= p[:, None] + 1), axis=1)
             term = state.event_alpha[entry] * (kernel_int(a, d, dt) - kernel_int(a - 1, d, dt))
@@ -386,14 +388,23 @@ class SplitPA(eqx.Module):
         ids = self.common.ids(xs.indices) if ids is None else ids
         coef = self.common.coefficients(ids, dt)
         m0 = jnp.sum(coef * state.w[ids], axis=1)
+        # pos[b, f] = 1 + the position of feature f in example b (padding never written)
+        if state.scratch.shape[0] < B:
+            raise InputError(f"a block of {B} examples needs init(block={B}) or more")
+        rows_b = jnp.arange(B)[:, None]
+        at = jnp.where(xs.indices < F, xs.indices, F + 1)
+        k = xs.indices.shape[1]
+        pos = state.scratch.at[rows_b, at].set(jnp.arange(1, k + 1, dtype=jnp.int32),
+                                               mode="drop")
         if self.slicing:
-            rare_m, walked, node, partial, count = self._slicing_part(state, xs)
+            rare_m, walked, node, partial, count = self._slicing_part(state, xs, pos)
             # examples sharing a node computed the same value from the same state
             state = state._replace(
                 node_margin=state.node_margin.at[node].set(partial, mode="drop"),
                 node_seen=state.node_seen.at[node].set(count, mode="drop"))
         else:
-            rare_m, walked = self._splitting_part(state, xs)
+            rare_m, walked = self._splitting_part(state, xs, pos)
+        state = state._replace(scratch=pos.at[rows_b, at].set(0, mode="drop"))
         m0 = m0 + rare_m
         present = xs.indices < F
         shared = jnp.sum((xs.indices[:, None, :, None] == xs.indices[None, :, None, :])
