@@ -13,18 +13,24 @@ s∩x = s∩x_C and add 0. This is opal's sum of (k+2)^d − (k+1)^d terms, tele
 vector. Both parts are integer sums in exact mode, so the margin is the pure kernel's bit for
 bit.
 
-How it is laid out for JAX (fixed shapes, one `lax.scan` step per example):
+How it is laid out for JAX (fixed shapes; `step_block` handles B examples, `step` is a block
+of one; `fit` scans blocks):
 
 - the explicit part: the table of common conjunctions (`conjunction_table(..., n_common=N)`,
-  sorted int64 keys) is built on the host; a step enumerates its example's conjunctions over
-  the first `width` positions (static combinations), finds their weights by `searchsorted`,
-  and an update scatter-adds Δα to them;
+  sorted int64 keys) is built on the host; an example's conjunctions over its first `width`
+  positions (static combinations) find their weights by `searchsorted` — for 4,096 visits
+  at a time in one batch, ahead of the sequential part (`CommonPart.ids`); an update
+  scatter-adds Δα to them;
 - the index from rare feature to support vectors: one CSR array whose segment for feature f
   has room for every distinct training vector holding f (support vectors are training
   vectors, so it never overflows); a new support vector appends its slot to its rare
-  features' segments. A step walks the segments of its rare features in fixed chunks of
-  `GROUP` entries (a `fori_loop` over ceil(entries / GROUP) chunks) and counts a support
-  vector once, at the first of x's rare features it holds.
+  features' segments. A block walks the segments of all its examples' rare features in
+  fixed chunks of `GROUP` entries (a `fori_loop` over ceil(entries / GROUP) chunks; an
+  entry's overlap with its example read from a dense per-block scratch of positions) and
+  counts a support vector once, at the first of x's rare features it holds;
+- a block's margins are computed against the model at the block start; a sequential scan
+  then adds the in-block corrections Σ_{j<t updated} Δα_j (1 + |x_j ∩ x_t|)^d and decides
+  (the exact block mode of `_kernel`), and the updates are written at the block's end.
 
 N: given (`n_common`), or the largest 2^i − 1 whose conjunction table fits a memory budget
 (`choose_n_common`, opal's halving rule: 16 bytes a conjunction, key and weight).
