@@ -292,7 +292,7 @@ def test_boundary_vectors_match_reference():
         ref = pa_reference(rows, data.labels.tolist(), degree=degree, epochs=2, exact=True)
         for mode in ("kernel", "block", "explicit"):
             if mode == "explicit" and degree == 3:
-                continue  # ~4,500 conjunctions per row of ~30 features: slow to expand here
+                continue  # d = 3 explicit, in chunks of visits: tests/test_pa_split.py
             sol = fit(X, data.labels, degree=degree, epochs=2, mode=mode, record=True)
             _check_same(sol, ref, alpha=mode != "explicit", atol=0)
 

@@ -1,5 +1,10 @@
 """Loaders for real tree data sets: paths in, trees and labels out."""
 
+from ._attachment import AttachmentData as AttachmentData
+from ._attachment import AttachmentSet as AttachmentSet
+from ._attachment import attachment_examples as attachment_examples
+from ._attachment import attachment_features as attachment_features
+from ._attachment import load_ud_attachment as load_ud_attachment
 from ._dswordnet import DsMentions as DsMentions
 from ._dswordnet import DsSplit as DsSplit
 from ._dswordnet import DsWordnetData as DsWordnetData

@@ -9,6 +9,7 @@ from ._data import parse_sparse_line as parse_sparse_line
 from ._data import parse_sparse_lines as parse_sparse_lines
 from ._data import read_sparse as read_sparse
 from ._data import unique_rows as unique_rows
+from ._data import write_sparse as write_sparse
 from ._explicit import ConjunctionModel as ConjunctionModel
 from ._explicit import ExpandedInstance as ExpandedInstance
 from ._explicit import ExplicitPA as ExplicitPA
@@ -25,4 +26,10 @@ from ._kernel import TIE_EPS as TIE_EPS
 from ._kernel import Instance as Instance
 from ._kernel import KernelPA as KernelPA
 from ._kernel import KernelState as KernelState
+from ._slice import prefix_nodes as prefix_nodes
+from ._split import GROUP as GROUP
+from ._split import SplitInstance as SplitInstance
+from ._split import SplitPA as SplitPA
+from ._split import SplitState as SplitState
+from ._split import choose_n_common as choose_n_common
 from ._synthetic import conjunctive_concepts as conjunctive_concepts

@@ -17,8 +17,11 @@ are int64 counts of 2^-32 like the kernel modes' α, so the margins are the same
 Linear mode (opal's linear row) is the plain linear PA-I m = Σ_f w_f x_f, no bias, real
 values allowed.
 
-Memory: an example of k features holds Σ_{j≤d} C(k, j) conjunctions (k = 30, d = 3: 4,526),
-all materialized here; a chunked expansion is left for later (issue 21).
+Memory: an example of k features holds Σ_{j≤d} C(k, j) conjunctions (k = 30, d = 3: 4,526).
+`fit` never materializes them for the whole data: the table is enumerated in chunks
+(`conjunction_table`), and the weight ids of 4,096 visits at a time are searched in one
+batch inside the jitted run (`_split.CommonPart` with every feature common), so memory
+follows the table and one chunk. `expand` (host, whole matrix) is for models' inputs.
 """
 
 from __future__ import annotations
@@ -54,17 +57,21 @@ def conjunction_coefficients(degree: int) -> tuple[int, ...]:
                      for k in range(j, degree + 1)) for j in range(degree + 1))
 
 
-def _conjunction_keys(X: SparseRows, degree: int, base: int
+def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Every conjunction of 1..d features of every row as an int64 key Σ_i (f_i + 1) base^i
     over its sorted features (-1 for combinations that touch padding), and each column's
-    conjunction size. The empty conjunction (key 0) is column 0."""
-    idx = np.asarray(X.indices).astype(np.int64)
-    # features the keys cannot name (ids >= base - 1, unseen in training) count as absent
-    present = (np.asarray(X.values) != 0) & (idx < base - 1)
+    conjunction size. The empty conjunction (key 0) is column 0. Features the keys cannot
+    name (ids >= base - 1) count as absent, and the columns are cut to the most features a
+    row keeps. `X` may be a pair of host arrays (indices, values)."""
+    if isinstance(X, SparseRows):
+        X = (np.asarray(X.indices), np.asarray(X.values))
+    idx = X[0].astype(np.int64)
+    present = (X[1] != 0) & (idx < base - 1)
     order = np.argsort(np.where(present, idx, np.iinfo(np.int64).max), axis=1, kind="stable")
-    idx = np.take_along_axis(idx, order, axis=1)
-    present = np.take_along_axis(present, order, axis=1)
+    width = int(present.sum(axis=1).max(initial=0))
+    idx = np.take_along_axis(idx, order, axis=1)[:, :width]
+    present = np.take_along_axis(present, order, axis=1)[:, :width]
     n, k = idx.shape
     keys = [np.zeros((n, 1), np.int64)]
     sizes = [np.zeros(1, np.int64)]
@@ -128,14 +135,16 @@ class ExplicitPA(eqx.Module):
         dtype = jnp.int64 if self.exact else dtype
         return ExplicitState(jnp.zeros((n_weights + 1,), dtype), jnp.zeros((), jnp.int32))
 
-    def step(self, state: ExplicitState, x: ExpandedInstance, y: Any
+    def step(self, state: ExplicitState, x: ExpandedInstance, y: Any, valid: Any = True
              ) -> tuple[ExplicitState, Float[Array, ""], Bool[Array, ""]]:
-        """(new state, the margin before the step, updated?)."""
+        """(new state, the margin before the step, updated?); `valid=False`: a padding
+        visit (never updates)."""
         w = state.w
         fdt = x.sq_norm.dtype
         m = jnp.sum(x.margin_coef.astype(w.dtype) * w[x.ids])
         upd, delta, m = decide(m, jnp.asarray(y, fdt), x.sq_norm, self.C, self.degree,
                                self.textbook)
+        upd = upd & valid
         w = w.at[x.ids].add(jnp.where(upd, delta, 0) * x.step_coef.astype(w.dtype))
         return ExplicitState(w, state.n_updates + upd.astype(jnp.int32)), m, upd
 
@@ -182,11 +191,45 @@ class ConjunctionModel(eqx.Module):
         return sign_labels(self.decision_function(X))
 
 
-def conjunction_table(X: SparseRows, degree: int) -> np.ndarray:
-    """The sorted int64 keys of every conjunction (∅ and 1..d features) of `X`'s rows."""
-    base = _base(X.n_features, degree)
-    keys, _ = _conjunction_keys(X, degree, base)
-    return np.unique(keys[keys >= 0])
+def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None,
+                      limit: int | None = None, chunk: int = 1 << 22) -> np.ndarray | None:
+    """The sorted int64 keys of every conjunction (∅ and 1..d features) of `X`'s rows.
+
+    Enumerated `chunk` keys at a time (rows in chunks), so memory follows the table, not
+    the data times its conjunctions.
+
+    Args:
+        X: the rows (binary).
+        degree: the largest conjunction size d.
+        n_common: only conjunctions of features below `n_common` (kernel splitting's common
+            features, keyed in base n_common + 1); None: every feature (base n_features + 1).
+        limit: give up, returning None, once the table holds more than `limit` keys.
+        chunk: keys enumerated at a time.
+    """
+    d = X.n_features if n_common is None else n_common
+    base = _base(d, degree)
+    idx, val = np.asarray(X.indices), np.asarray(X.values)
+    width = int(np.sum((val != 0) & (idx < d), axis=1).max(initial=0))
+    per_row = sum(math.comb(width, j) for j in range(degree + 1))
+    step = max(1, chunk // per_row)
+    table = np.zeros(1, np.int64)  # ∅
+    parts: list[np.ndarray] = []
+    pending = 0
+    # merge the chunks' distinct keys now and then (memory), and check the limit then
+    merge_at = max(chunk, 2 * limit if limit is not None else 0)
+    for start in range(0, len(idx), step):
+        keys, _ = _conjunction_keys((idx[start:start + step], val[start:start + step]),
+                                    degree, base)
+        part = np.unique(keys[keys >= 0])
+        parts.append(part)
+        pending += len(part)
+        last = start + step >= len(idx)
+        if pending > merge_at or last or (limit is not None and len(part) > limit):
+            table = np.unique(np.concatenate([table, *parts]))
+            parts, pending = [], 0
+            if limit is not None and len(table) > limit:
+                return None
+    return table
 
 
 def _base(n_features: int, degree: int) -> int:

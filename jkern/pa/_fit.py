@@ -4,6 +4,10 @@ Modes (all the same PA-I, `_kernel`'s rule; the first three the same model):
 
 - `"kernel"`: pure kernel, one example at a time (`KernelPA.step`);
 - `"block"`: exact blocks of `block_size` examples (`KernelPA.step_block`);
+- `"splitting"`: kernel splitting, explicit weights for the conjunctions of the N most
+  frequent features and an index from the other features to support vectors (`_split`);
+- `"slicing"`: kernel slicing, partial margins of frequency-ordered prefixes cached in a
+  trie and refreshed with the updates logged since (`_slice`);
 - `"explicit"`: linear PA-I on the degree-d conjunction expansion (binary features);
 - `"linear"`: opal's linear PA-I on the primitive features, no bias (another model).
 """
@@ -24,10 +28,19 @@ from .._sparse import SparseRows
 from .._validate import concrete, float_dtype, is_traced, plus_minus_labels, positive, positive_int
 from ..errors import InputError
 from ._data import is_binary, unique_rows
-from ._explicit import ConjunctionModel, ExplicitPA, conjunction_table, expand, index_rows
+from ._explicit import (
+    ConjunctionModel,
+    ExpandedInstance,
+    ExplicitPA,
+    conjunction_table,
+    expand,
+    index_rows,
+)
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins
+from ._slice import CHUNK_VISITS, fit_split
+from ._split import CommonPart, common_part
 
-MODES = ("kernel", "block", "explicit", "linear")
+MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
 
 class SupportVectorModel(eqx.Module):
@@ -124,10 +137,36 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
     return state, ms, upds
 
 
+@eqx.filter_jit
+def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
+                      mask, record: bool):
+    """Linear PA-I on the conjunction expansion without materializing it: per chunk of
+    visits (`order`, `[chunks, size]`), the weight ids of its examples in one batched
+    search, then the sequential steps."""
+    D = common.keys.shape[0]
+
+    def chunk(state, args):
+        pos, valid = args
+        ids = common.ids(idx[pos])
+        coef = common.coefficients(ids, sq.dtype)
+        step_coef = (ids < D).astype(sq.dtype)
+
+        def visit(state, t):
+            x = ExpandedInstance(ids[t], coef[t], step_coef[t], sq[pos[t]])
+            state, m, upd = learner.step(state, x, y[pos[t]], valid[t])
+            return state, (m if record else None, upd)
+
+        return jax.lax.scan(visit, state, jnp.arange(pos.shape[0]))
+
+    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask))
+    return state, ms, upds
+
+
 def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 10,
         mode: str = "block", textbook: bool = False, capacity: int | None = None,
         block_size: int = 32, record: bool = False, exact: bool | None = None,
-        dtype: Any = None, throw: bool = False) -> Solution[Any]:
+        dtype: Any = None, throw: bool = False, n_common: int | None = None,
+        memory_budget: int = 32 * 2**20) -> Solution[Any]:
     """Online PA-I with the polynomial kernel (1 + s·x)^d, opal's rule (`jkern.pa.KernelPA`).
 
     Visits the examples in file order, `epochs` times; no shuffling, no averaging.
@@ -139,14 +178,19 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         degree: d >= 1.
         C: the aggressiveness bound (> 0; may be traced: `jax.vmap` over a grid of C).
         epochs: passes over the data.
-        mode: `"kernel"` (pure kernel), `"block"` (exact blocks), `"explicit"` (linear PA-I
-            on the conjunction expansion; binary features only) or `"linear"` (opal's linear
-            mode on the primitive features: a different model, no bias).
+        mode: `"kernel"` (pure kernel), `"block"` (exact blocks), `"splitting"` (kernel
+            splitting), `"slicing"` (kernel slicing), `"explicit"` (linear PA-I on the
+            conjunction expansion) or `"linear"` (opal's linear mode on the primitive
+            features: a different model, no bias). Splitting, slicing and explicit need
+            binary features; splitting and slicing run on the host's frequency renumbering
+            (the returned model uses X's ids) and cannot be vmapped.
         textbook: step by (1 − y·m) / K(x, x) instead of opal's (1 − y·m) / |x|.
         capacity: support-vector slots of the kernel modes; None (default): the number of
             distinct training vectors, which always suffices. A fit that runs out raises
             `InputError` (or, traced, returns `RESULTS.capacity_exceeded`).
-        block_size: examples per block in `"block"` mode.
+        block_size: examples per block in `"block"`, `"splitting"` and `"slicing"` modes
+            (margins against the model at the block start in one batch, then in-block
+            corrections).
         record: keep every visit's margin in `stats["margins"]`.
         exact: fixed-point weights (int64 counts of 2^-32) and integer kernel values, so
             every mode sums the same integers and gives bit for bit the same updates
@@ -156,12 +200,19 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             hundred updates), so long runs of different modes part ways.
         dtype: computation dtype (default: X's values' floating dtype).
         throw: raise unless the result is successful (`Solution.check`).
+        n_common: splitting and slicing: N, the most frequent features whose conjunctions
+            get explicit weights (None: opal's rule, the largest 2^i - 1 whose conjunction
+            table fits `memory_budget`). The model does not depend on it.
+        memory_budget: bytes for the common-conjunction table when `n_common` is None
+            (opal's default, 32 MiB; 16 bytes a conjunction).
 
     Returns:
         A `Solution` with a `SupportVectorModel` (kernel modes) or a `ConjunctionModel`
         (explicit, linear) and stats: `updates` (`[epochs]` updates per epoch),
         `updated` (`[epochs, n]` whether each visit updated), `support_vectors` (distinct
-        vectors updated at least once), and `margins` (`[epochs, n]`, with `record`).
+        vectors updated at least once), `margins` (`[epochs, n]`, with `record`), and
+        for splitting and slicing `n_common` (N) and `walked` (index entries visited: the
+        kernel part's work).
 
     >>> import jax.numpy as jnp
     >>> X = SparseRows.from_rows([{0: 1, 1: 1}, {0: 1}, {1: 1, 2: 1}, {2: 1}])
@@ -198,7 +249,35 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         raise InputError("exact=True needs binary features (every value 1) and float64 "
                          "(jax.config.update('jax_enable_x64', True)); pass exact=False")
 
-    if mode in ("kernel", "block"):
+    extra: dict[str, Any] = {}
+    if mode in ("splitting", "slicing"):
+        if not binary:
+            raise InputError(f"mode={mode!r} needs binary features (every value 1); use "
+                             "mode='kernel' or 'block' for real values")
+        if is_traced(C):
+            raise InputError(f"mode={mode!r} sizes its index on the host between epochs: "
+                             "it cannot be vmapped or jitted over C; use mode='block'")
+        capacity = positive_int("capacity", n_vectors if capacity is None else capacity)
+        state, ms, upds, original, N = fit_split(
+            X, y, uids, n_vectors, C=C, degree=degree, epochs=epochs, textbook=textbook,
+            exact=exact, capacity=capacity, slicing=mode == "slicing", n_common=n_common,
+            memory_budget=positive_int("memory_budget", memory_budget), record=record,
+            dtype=dt, block=block_size)
+        if bool(state.overflow):
+            raise InputError(f"capacity={capacity} support vectors is too small for this "
+                             "data: pass a larger capacity, or None (the number of distinct "
+                             f"training vectors, {n_vectors}, always suffices)")
+        k = int(state.n_sv)
+        alpha = state.alpha[:k].astype(dt) / SCALE if exact else state.alpha[:k]
+        sv = np.asarray(state.sv_indices[:k])
+        real = sv < len(original)
+        model = SupportVectorModel(
+            jnp.asarray(np.where(real, original[np.minimum(sv, len(original) - 1)], 0)),
+            jnp.asarray(real.astype(np.float64), dt), alpha, degree, X.n_features)
+        code = jnp.where(jnp.all(jnp.isfinite(alpha)), RESULTS.successful, RESULTS.nonfinite)
+        extra["n_common"] = N
+        extra["walked"] = state.walked
+    elif mode in ("kernel", "block"):
         if capacity is None:
             capacity = n_vectors
         capacity = positive_int("capacity", capacity)
@@ -229,13 +308,29 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     else:
         linear = mode == "linear"
         keys = np.zeros(0, np.int64) if linear else conjunction_table(X, degree)
-        data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
+        assert keys is not None
         learner = ExplicitPA(C, degree=1 if linear else degree,
                              textbook=textbook and not linear, exact=exact)
         n_weights = X.n_features if linear else len(keys)
         state = learner.init(n_weights, dtype=dt)
-        order, _ = _stream(n, epochs, 1)
-        state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order), record)
+        if linear:
+            data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
+            order, _ = _stream(n, epochs, 1)
+            state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order),
+                                            record)
+        else:
+            if not binary:
+                raise InputError("the conjunction expansion needs binary features (every "
+                                 "value 1); use mode='kernel' or 'block' for real values")
+            F = X.n_features
+            val = np.asarray(X.values)
+            idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
+            sq = jnp.asarray(np.sum(val != 0, axis=1), dt)
+            size = min(CHUNK_VISITS, n * epochs)
+            order, mask = _stream(n, epochs, size)
+            state, ms, upds = _run_conjunctions(
+                learner, common_part(X, degree, F, keys), state, jnp.asarray(idx, jnp.int32),
+                sq, y, jnp.asarray(order), jnp.asarray(mask), record)
         w = state.w.astype(dt) / SCALE if exact else state.w
         finite = jnp.all(jnp.isfinite(w))
         code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)
@@ -252,4 +347,5 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     }
     if ms is not None:
         stats["margins"] = ms.reshape(-1)[:visits].reshape(epochs, n)
+    stats.update(extra)
     return Solution(model, code.astype(jnp.int32), stats).check(throw)

@@ -1,0 +1,198 @@
+"""Kernel slicing (Yoshinaga & Kitsuregawa), and the driver of the splitting and slicing modes.
+
+With x's features in frequency order f_1, f_2, ... and prefixes x^j = {f_1..f_j}, the margin
+telescopes into partial margins
+
+    m(x) = Σ_s α_s k(s, x^0) + Σ_j m^j,   m^j = Σ_s α_s [k(s, x^j) − k(s, x^{j−1})],
+
+and a term of m^j is 0 unless f_j ∈ s, where it is α_s [(1 + a)^d − a^d] with a = |s ∩ x^j|.
+m^j depends only on the prefix x^j, which many examples share (the common features come
+first). So each prefix is a node of a trie holding its last partial margin and a time stamp;
+on a revisit only the updates logged since (each update is an event (slot, Δα), in the index
+segment of every rare feature its vector holds) are added.
+
+Prefixes of common features (ids < N) are not cached: their m^j together are the explicit
+part w_C φ_d(x_C) of kernel splitting (`_split`), computed from the conjunction weights; the
+trie caches the prefixes that end in a rare feature.
+
+Host and device: the trie is static — the training rows are known, so every prefix gets a
+node id once, on the host (`prefix_nodes`: one `np.unique` per position), and a row carries
+the node of each of its rare positions. The caches (node margins and stamps, the event log,
+the index) are device arrays updated inside the jitted `lax.scan` step. Only the index's
+size is decided on the host: before each epoch, every rare feature's segment must have room
+for one more event per occurrence of the feature (`ensure_room`, which doubles full segments;
+a grown index recompiles the step).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._sparse import SparseRows
+from ._data import frequency_order
+from ._split import (
+    SplitInstance,
+    SplitPA,
+    SplitState,
+    choose_table,
+    common_part,
+    first_rows,
+    n_conjunctions,
+    posting_starts,
+)
+
+CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
+IDS_BYTES = 256 * 2**20  # keep every example's conjunction ids when they fit
+
+
+def prefix_nodes(indices: np.ndarray, n_common: int, n_features: int
+                 ) -> tuple[np.ndarray, int]:
+    """The trie node of each rare position of frequency-ordered rows (`indices` `[n, k]`,
+    ascending, padding = n_features): equal prefixes (up to and including the position),
+    equal nodes. Other positions get the sentinel n_nodes.
+
+    >>> rows = np.array([[0, 2, 3], [0, 2, 4], [0, 2, 3], [1, 2, 5]])
+    >>> prefix_nodes(rows, 2, 6)
+    (array([[5, 0, 2],
+           [5, 0, 3],
+           [5, 0, 2],
+           [5, 1, 4]], dtype=int32), 5)
+    """
+    n, k = indices.shape
+    parent = np.zeros(n, np.int64)
+    ids = np.empty((n, k), np.int64)
+    offset = 0
+    for j in range(k):
+        key = parent * (n_features + 2) + indices[:, j].astype(np.int64) + 1
+        _, inv = np.unique(key, return_inverse=True)
+        parent = inv.reshape(-1)
+        ids[:, j] = offset + parent
+        offset += int(parent.max(initial=-1)) + 1
+    rare = (indices >= n_common) & (indices < n_features)
+    used, inv = np.unique(ids[rare], return_inverse=True)
+    nodes = np.full((n, k), len(used), np.int64)
+    nodes[rare] = inv.reshape(-1)
+    return nodes.astype(np.int32), len(used)
+
+
+def ensure_room(state: SplitState, need: np.ndarray, events: int) -> SplitState:
+    """`state` with room for `need[f]` more entries in every segment of the index and
+    `events` more events: full segments double (to at least what they need), the index and
+    the event log are re-laid out on the host (sizes rounded up to powers of two, so a run
+    recompiles a few times at most)."""
+    start = np.asarray(state.post_start).astype(np.int64)
+    count = np.asarray(state.post_count).astype(np.int64)
+    room = start[1:] - start[:-1]
+    if np.all(count + need <= room):
+        new_start = None
+    else:
+        grown = np.where(count + need > room, np.maximum(2 * room, count + need), room)
+        new_start = np.concatenate([[0], np.cumsum(grown)])
+        size = max(1 << int(new_start[-1] - 1).bit_length(), len(state.post))
+        post = np.zeros(size, np.int32)
+        old = np.asarray(state.post)
+        f = np.repeat(np.arange(len(count)), count)
+        within = np.arange(len(f)) - np.repeat(np.cumsum(count) - count, count)
+        post[new_start[f] + within] = old[start[f] + within]
+        state = state._replace(post=jnp.asarray(post),
+                               post_start=jnp.asarray(new_start, jnp.int32))
+    E = state.events.shape[0]
+    used = int(state.n_events)
+    if used + events > E:
+        size = 1 << int(used + events - 1).bit_length()
+        state = state._replace(
+            events=jnp.zeros((size,), state.events.dtype).at[:E].set(state.events),
+            event_alpha=jnp.zeros((size,), state.event_alpha.dtype).at[:E].set(
+                state.event_alpha))
+    return state
+
+
+@eqx.filter_jit
+def _all_ids(learner: SplitPA, data: SplitInstance, order):
+    return jax.lax.map(lambda pos: learner.common.ids(data.indices[pos]), order)
+
+
+@eqx.filter_jit
+def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask, ids,
+         record: bool, block: int):
+    """Visit `order` (`[chunks, CHUNK_VISITS]`, `mask` False on padding): per chunk, the
+    common-conjunction ids of its examples (`ids`, `[chunks, CHUNK_VISITS, K]`, when kept
+    from an earlier epoch; else one batched search), then blocks of `block` examples
+    (`SplitPA.step_block`)."""
+    size = order.shape[1]
+
+    def chunk(state, args):
+        pos, valid, ids = args
+        ids = learner.common.ids(data.indices[pos]) if ids is None else ids
+        pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
+        ids = ids.reshape(pos.shape + ids.shape[1:])
+
+        def visit(state, t):
+            xs = jax.tree.map(lambda a: a[pos[t]], data)
+            state, m, upd = learner.step_block(state, xs, y[pos[t]], ids[t], valid[t])
+            return state, (m if record else None, upd)
+
+        return jax.lax.scan(visit, state, jnp.arange(size // block))
+
+    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask, ids))
+    return state, (None if ms is None else ms.reshape(-1), upds.reshape(-1))
+
+
+def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any,
+              degree: int, epochs: int, textbook: bool, exact: bool, capacity: int,
+              slicing: bool, n_common: int | None, memory_budget: int, record: bool,
+              dtype: Any, block: int = 32) -> tuple[SplitState, Any, Any, np.ndarray, int]:
+    """Run PA-I by splitting or slicing over `epochs` passes in file order (binary X).
+
+    Returns (final state, margins `[epochs, n]` or None, updated `[epochs, n]`, the original
+    id of each frequency-ordered feature, N)."""
+    order = frequency_order(X)
+    Xf, _ = order.apply(X)
+    F = Xf.n_features
+    keys = None
+    if n_common is None:
+        n_common, keys = choose_table(Xf, degree, memory_budget)
+    n_common = max(0, min(int(n_common), F))
+    idx = np.where(np.asarray(Xf.values) != 0, np.asarray(Xf.indices), F).astype(np.int32)
+    common = common_part(Xf, degree, n_common, keys)
+    learner = SplitPA(C, common, degree=degree, textbook=textbook, exact=exact, n_features=F,
+                      slicing=slicing)
+    n = idx.shape[0]
+    if slicing:
+        nodes, n_nodes = prefix_nodes(idx, n_common, F)
+        starts = posting_starts(Xf, np.arange(n), n_common, per_row=2)
+    else:
+        nodes, n_nodes = np.zeros((n, 1), np.int32), 0
+        starts = posting_starts(Xf, first_rows(uids, n_vectors), n_common)
+    state = learner.init(capacity=capacity, width=idx.shape[1], n_vectors=n_vectors,
+                         post_start=starts, n_nodes=n_nodes,
+                         n_events=1 << (2 * n - 1).bit_length() if slicing else 0,
+                         block=block,
+                         dtype=dtype)
+    data = SplitInstance(jnp.asarray(idx), jnp.asarray(uids), jnp.asarray(nodes))
+    need = np.bincount(idx[(idx >= n_common) & (idx < F)], minlength=F) if slicing else None
+    yj = jnp.asarray(y)
+    size = -(-min(CHUNK_VISITS, n) // block) * block
+    pad = -n % size
+    visits = jnp.asarray(np.concatenate([np.arange(n), np.zeros(pad, np.int64)])
+                         .astype(np.int32).reshape(-1, size))
+    mask = jnp.asarray(np.arange(n + pad).reshape(-1, size) < n)
+    # the conjunction ids of every example, kept for all epochs when they fit IDS_BYTES
+    # (one chunk: searched again each epoch, which costs less than compiling the search)
+    K = n_conjunctions(common.width, degree)
+    keep = visits.shape[0] > 1 and visits.size * K * 4 <= IDS_BYTES
+    ids = _all_ids(learner, data, visits) if keep else None
+    ms, upds = [], []
+    for _ in range(epochs):
+        if need is not None:
+            state = ensure_room(state, need, n)
+        state, (m, u) = _run(learner, state, data, yj, visits, mask, ids, record, block)
+        ms.append(None if m is None else m[:n])
+        upds.append(u[:n])
+    margins = jnp.stack(ms) if record else None
+    return state, margins, jnp.stack(upds), np.asarray(order.original), n_common

@@ -1,0 +1,214 @@
+"""jkern.pa's kernel splitting and kernel slicing modes: the reference PA-I's updates bit for
+bit (exact mode) at d = 1, 2, 3 on random, synthetic and boundary vectors, for several N."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from data_paths import SHARED_DATA, require
+from pa_reference import pa_reference
+from test_pa import _check_same, _random_binary, _rows
+
+from jkern import SparseRows
+from jkern.errors import InputError
+from jkern.pa import (
+    choose_n_common,
+    conjunction_table,
+    conjunctive_concepts,
+    fit,
+    frequency_order,
+    parse_sparse_lines,
+    prefix_nodes,
+)
+
+EPOCHS = 3
+MODES = ("splitting", "slicing")
+
+
+def _dataset(name: str) -> tuple[SparseRows, np.ndarray, int | None]:
+    """(X, y, N) of a small test set: N = 3 on random rows, 15 of the 300 synthetic
+    features, opal's rule on the first boundary lines (which renumber themselves)."""
+    if name == "random":
+        X, y = _random_binary(7)
+        return X, y, 3
+    if name == "synthetic":
+        train, _ = conjunctive_concepts(300, 0, key=1, n_features=300, n_frequent=20,
+                                        degree=2)
+        return train.features, train.labels, 15
+    path = require(SHARED_DATA / "srl" / "boundary_5000.dat")
+    data = parse_sparse_lines(path.read_text(encoding="utf-8").splitlines()[:80],
+                              source=str(path))
+    return data.features, data.labels, None
+
+
+SLOW = pytest.mark.slow
+CASES = [("random", 1), ("random", 2), ("random", 3), ("synthetic", 2), ("boundary", 3),
+         pytest.param("synthetic", 1, marks=SLOW), pytest.param("synthetic", 3, marks=SLOW),
+         pytest.param("boundary", 1, marks=SLOW), pytest.param("boundary", 2, marks=SLOW)]
+
+
+@pytest.mark.parametrize(("dataset", "degree"), CASES)
+def test_modes_match_reference(dataset, degree):
+    """Splitting and slicing give the reference's updates, margins and alpha bit for bit
+    (the full 3 x 3 matrix with -m slow)."""
+    X, y, n_common = _dataset(dataset)
+    ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
+    assert 0 < sum(ref.updated) < len(ref.updated)
+    walked = {}
+    for mode in MODES:
+        sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True,
+                  n_common=n_common, block_size=7)
+        _check_same(sol, ref, atol=0)  # bit for bit
+        walked[mode] = int(sol.stats["walked"])
+    if dataset == "synthetic":  # cached prefixes: fewer index entries than splitting's walk
+        assert walked["slicing"] < walked["splitting"]
+
+
+def test_every_feature_rare_or_common():
+    # N = 0: the kernel part only; None: opal's rule (here every feature is common)
+    X, y = _random_binary(2)
+    ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=EPOCHS, exact=True)
+    for mode, n_common in (("splitting", 0), ("slicing", 0), ("slicing", None)):
+        sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, record=True, n_common=n_common)
+        _check_same(sol, ref, atol=0)
+        seen = frequency_order(X).n_features  # the features that occur
+        assert sol.stats["n_common"] == (seen if n_common is None else n_common)
+    assert int(sol.stats["walked"]) == 0
+
+
+def test_float_arithmetic_and_textbook_step():
+    X, y = _random_binary(4)
+    rows = _rows(X)
+    ref = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS)
+    sol = fit(X, y, degree=2, epochs=EPOCHS, mode="splitting", record=True, n_common=4,
+              exact=False)
+    _check_same(sol, ref)  # margins to 1e-9
+    book = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS, step="textbook",
+                        exact=True)
+    sol = fit(X, y, degree=2, epochs=EPOCHS, mode="slicing", record=True, n_common=2,
+              textbook=True)
+    _check_same(sol, book, atol=0)
+
+
+def test_update_one_example_at_a_time_in_a_scan():
+    import jax
+    import jax.numpy as jnp
+
+    from jkern.pa import SplitInstance, SplitPA, unique_rows
+    from jkern.pa._split import common_part, posting_starts
+
+    X, y = _random_binary(9, n=30)
+    ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=2, exact=True)
+    Xf, _ = frequency_order(X).apply(X)
+    F, N = Xf.n_features, 4
+    idx = np.where(np.asarray(Xf.values) != 0, np.asarray(Xf.indices), F)
+    uids, n_vec = unique_rows(Xf)
+    learner = SplitPA(jnp.asarray(1.0), common_part(Xf, 2, N), degree=2, exact=True,
+                      n_features=F)
+    state = learner.init(capacity=n_vec, width=idx.shape[1], n_vectors=n_vec,
+                         post_start=posting_starts(Xf, np.arange(len(y)), N))
+    data = SplitInstance(jnp.asarray(idx), jnp.asarray(uids), jnp.zeros_like(jnp.asarray(idx)))
+
+    @jax.jit
+    def run(state):
+        def body(s, t):
+            x = jax.tree.map(lambda a: a[t], data)
+            s, m, upd = learner.step(s, x, jnp.asarray(y, jnp.float64)[t])
+            return s, upd
+        return jax.lax.scan(body, state, jnp.tile(jnp.arange(len(y)), 2))
+
+    state, upds = run(state)
+    assert np.asarray(upds).tolist() == ref.updated
+    alpha = np.asarray(state.alpha[:int(state.n_sv)]) / 2**32
+    np.testing.assert_array_equal(alpha, ref.alpha)
+
+
+def test_model_uses_the_input_ids():
+    X, y = _random_binary(8)
+    want = fit(X, y, degree=3, epochs=EPOCHS, mode="kernel").model
+    model = fit(X, y, degree=3, epochs=EPOCHS, mode="slicing", n_common=5).model
+    np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(want.alpha))
+    def rows(m):  # each support vector's features, as a sorted row (-1: padding)
+        return np.sort(np.where(np.asarray(m.values) != 0, np.asarray(m.indices), -1), axis=1)
+
+    np.testing.assert_array_equal(rows(model), rows(want))
+    np.testing.assert_array_equal(np.asarray(model.decision_function(X)),
+                                  np.asarray(want.decision_function(X)))
+
+
+def test_choose_n_common_halves_to_fit_the_budget():
+    train, _ = conjunctive_concepts(200, 0, key=2, n_features=500, n_frequent=20)
+    Xf, _ = frequency_order(train.features).apply(train.features)
+    for budget in (1 << 12, 1 << 16, 1 << 30):
+        n = choose_n_common(Xf, 2, budget)
+        assert n == Xf.n_features or (n + 1) & n == 0  # every feature, or 2^i - 1
+        size = len(conjunction_table(Xf, 2, n_common=n))  # pyright: ignore[reportArgumentType]
+        assert size * 16 <= budget
+        if n < Xf.n_features:
+            bigger = min(2 * n + 1, Xf.n_features)
+            assert len(conjunction_table(Xf, 2, n_common=bigger)) * 16 > budget  # pyright: ignore
+    sol = fit(train.features, train.labels, degree=2, epochs=1, mode="splitting",
+              memory_budget=1 << 12)
+    assert sol.stats["n_common"] == choose_n_common(Xf, 2, 1 << 12)
+
+
+def test_prefix_nodes_share_equal_prefixes():
+    rows = np.array([[0, 2, 3, 9], [0, 2, 4, 9], [0, 2, 3, 9], [1, 2, 5, 6], [1, 9, 9, 9]])
+    nodes, n = prefix_nodes(rows, 2, 9)
+    assert n == 6 and nodes.shape == rows.shape
+    assert np.all(nodes[:, :1] == n) and np.all(nodes[rows == 9] == n)  # not rare
+    assert nodes[0].tolist() == nodes[2].tolist()  # equal rows, equal nodes
+    assert nodes[0, 1] == nodes[1, 1] != nodes[3, 1]  # {0, 2} shared; {1, 2} differs
+    assert len({nodes[0, 2], nodes[1, 2], nodes[3, 2], nodes[3, 3]}) == 4
+
+
+def test_errors():
+    X = SparseRows.from_rows([{0: 0.5, 1: 1.0}, {1: 1.0}])
+    for mode in MODES:
+        with pytest.raises(InputError, match="binary"):
+            fit(X, [1, -1], mode=mode)
+    X, y = _random_binary(11, n=30)
+    with pytest.raises(InputError, match="capacity=3"):
+        fit(X, y, capacity=3, mode="slicing", n_common=2)
+
+
+def test_explicit_mode_in_chunks_of_visits(monkeypatch):
+    import jkern.pa._fit as fit_module
+
+    monkeypatch.setattr(fit_module, "CHUNK_VISITS", 16)  # 150 visits: 10 chunks, padded
+    X, y = _random_binary(3)
+    ref = pa_reference(_rows(X), y.tolist(), degree=3, epochs=EPOCHS, exact=True)
+    sol = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit", record=True)
+    _check_same(sol, ref, alpha=False, atol=0)
+    path = require(SHARED_DATA / "srl" / "boundary_5000.dat")
+    data = parse_sparse_lines(path.read_text(encoding="utf-8").splitlines()[:60])
+    ref = pa_reference(_rows(data.features), data.labels.tolist(), degree=3, epochs=2,
+                       exact=True)
+    sol = fit(data.features, data.labels, degree=3, epochs=2, mode="explicit", record=True)
+    _check_same(sol, ref, alpha=False, atol=0)
+
+
+def test_ensure_room_keeps_the_index_and_makes_room():
+    import jax.numpy as jnp
+
+    from jkern.pa import SplitPA
+    from jkern.pa._slice import ensure_room
+    from jkern.pa._split import CommonPart
+
+    common = CommonPart(jnp.zeros((1,), jnp.int32), 0, 0, 2)
+    learner = SplitPA(jnp.asarray(1.0), common, n_features=3, slicing=True)
+    state = learner.init(capacity=4, width=2, n_vectors=4,
+                         post_start=np.array([0, 2, 3, 5]), n_nodes=1, n_events=4)
+    # segments: f0 [0, 2) full, f1 [2, 3) empty, f2 [3, 5) one entry
+    state = state._replace(post=jnp.asarray([7, 8, 0, 9, 0, 0, 0, 0], jnp.int32),
+                           post_count=jnp.asarray([2, 0, 1], jnp.int32),
+                           n_events=jnp.asarray(3, jnp.int32))
+    grown = ensure_room(state, np.array([1, 1, 1]), 3)
+    start = np.asarray(grown.post_start)
+    count = np.asarray(grown.post_count)
+    post = np.asarray(grown.post)
+    assert np.all(start[1:] - start[:-1] >= count + 1)  # room for one more each
+    assert post[start[0]:start[0] + 2].tolist() == [7, 8] and post[start[2]] == 9
+    assert grown.events.shape[0] >= 6 and len(post) & (len(post) - 1) == 0  # powers of two
+    same = ensure_room(grown, np.array([1, 1, 1]), 1)
+    assert same.post is grown.post  # enough room: unchanged
