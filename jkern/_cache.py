@@ -2,11 +2,12 @@
 
 A tree-kernel Gram compiles a small set of fixed-shape programs per kernel setting; compiling
 them dominates short runs. With compiled programs cached on disk, every later process starts
-warm. `import jkern` turns the cache on at `$JKERN_CACHE_DIR` (default `~/.cache/jkern/xla`)
-unless `JKERN_NO_CACHE=1` is set or the program has already chosen its own JAX cache
-directory (`jax_compilation_cache_dir`), which is then left alone. The tree-kernel
-recurrences also keep their executables in its `jkern-executables` subfolder, so a later
-process skips tracing and lowering them too (`jkern._executables`).
+warm. jkern's first use (`jkern.<name>`, or an import of a computing subpackage such as
+`jkern.kernels` or `jkern.ds`; `_startup`) turns the cache on at `$JKERN_CACHE_DIR`
+(default `~/.cache/jkern/xla`) unless `JKERN_NO_CACHE=1` is set or the program has already
+chosen its own JAX cache directory (`jax_compilation_cache_dir`), which is then left alone.
+The tree-kernel recurrences also keep their executables in its `jkern-executables`
+subfolder, so a later process skips tracing and lowering them too (`jkern._executables`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def disable_compilation_cache() -> None:
 
 
 def enable_default() -> Path | None:
-    """What `import jkern` does: the cache at the default place, unless opted out or the
-    program set its own. Returns the directory, or None when left off."""
+    """What jkern's first use does (`_startup`): the cache at the default place, unless
+    opted out or the program set its own. Returns the directory, or None when left off."""
     import jax
 
     chosen = getattr(jax.config, "jax_compilation_cache_dir", None)

@@ -38,6 +38,7 @@ import jaxlib.version
 import numpy as np
 
 from . import _programs
+from . import _startup as _startup  # the cache these executables live beside
 from ._validate import is_traced
 
 _SUBDIR = "jkern-executables"

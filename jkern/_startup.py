@@ -1,5 +1,6 @@
 """What loading jkern's library does once, whichever way it is reached (`jkern.<name>`, or an
-import of `jkern.kernels`, `jkern.svm` or `jkern.kda`): the persistent compilation cache on
+import of a subpackage that computes: `jkern.kernels`, `jkern.svm`, `jkern.kda`, `jkern.ds`,
+`jkern.pa`, or of `jkern._executables`): the persistent compilation cache on
 by default (`_cache.enable_default`) and compiled programs counted (`_programs.install`).
 `import jkern` alone does neither: it imports no JAX (the command line's `--help` and
 `--version` stay fast)."""

@@ -5,6 +5,7 @@ blocks of both, e.g. with a Nystrom embedding of tree kernels); the `RelationMod
 scores mentions and aggregates them per entity pair. See docs/distant_supervision.md.
 """
 
+from .. import _startup as _startup  # the compilation cache, program counts
 from ._evaluate import held_out as held_out
 from ._extractor import RelationExtractor as RelationExtractor
 from ._extractor import train_extractor as train_extractor

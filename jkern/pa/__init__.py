@@ -1,6 +1,7 @@
 """Online passive-aggressive learning (PA-I) with polynomial kernels over sparse conjunctive
 features, opal's semantics (issue 21): data readers, the learner, modes, synthetic data."""
 
+from .. import _startup as _startup  # the compilation cache, program counts
 from ._data import FeatureOrder as FeatureOrder
 from ._data import SparseExamples as SparseExamples
 from ._data import frequency_order as frequency_order
