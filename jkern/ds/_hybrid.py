@@ -39,7 +39,15 @@ from jaxtyping import Array, Float
 
 from .._sparse import Features, SparseRows, matmul, rmatmul
 from . import _bcd
-from ._relaxation import Check, Problem, check_point, label_pairs, spectral_norm_sq
+from ._relaxation import (
+    Check,
+    Problem,
+    check_point,
+    label_pairs,
+    primal_bound,
+    relative_gap,
+    spectral_norm_sq,
+)
 
 
 def _column_sq_norms(x: Features) -> Any:
@@ -113,12 +121,7 @@ def solve(prob: Problem, lay: _bcd.Layout, tol: Any, *, max_iter: int, primal_st
         w, _, a, _ = jax.lax.fori_loop(0, primal_steps, step, (w, w, a, jnp.ones((), dt)))
         xw = matmul(x, w)
         y, a, theta = label_pairs(prob, xw, a, refine)
-        resid = y - xw
-        slack = jnp.maximum(cons.bound - cons.sign * jax.ops.segment_sum(
-            y, cons.mention_pair, num_segments=cons.n_pairs), 0.0)
-        bound = ((jnp.sum(resid * resid) + lam * _tree_dot(w, w)) / (2 * lam)
-                 + prob.mu * jnp.sum(slack))
-        return w, a, y, resid / lam, bound
+        return w, a, y, (y - xw) / lam, primal_bound(prob, y, xw, w)
 
     def dual_phase(z, a):
         # (Y - X W) / lam = E^T (S o a) + U exactly (`label_pairs`): bcd's point, W = X^T Z
@@ -142,8 +145,7 @@ def solve(prob: Problem, lay: _bcd.Layout, tol: Any, *, max_iter: int, primal_st
                     pick(d_wins, z, best.z))
 
     def gap_of(best: Best):
-        return (best.primal - best.dual) / jnp.maximum(jnp.abs(best.primal),
-                                                       jnp.finfo(dt).tiny)
+        return relative_gap(best.primal, best.dual)
 
     def cond(s):
         _, _, best, _, _, k = s

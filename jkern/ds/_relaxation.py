@@ -317,14 +317,27 @@ def _objectives(prob: Problem, d: DualPoint, y: Float[Array, "n c"], w: Any, ref
     xw = y - prob.lam * z
     y_hat = (_best_labelling(prob, xw, d.lam, refine) if refine
              else project_rows_simplex(y))
-    resid = y_hat - xw
-    slack = jnp.maximum(cons.bound - cons.sign * _pair_sum(cons, y_hat), 0.0)
-    primal = ((jnp.sum(resid * resid) + prob.lam * weights_sq_norm(w)) / (2 * prob.lam)
-              + prob.mu * jnp.sum(slack))
-    gap = (primal - dual) / jnp.maximum(jnp.abs(primal), jnp.finfo(y.dtype).tiny)
+    primal = primal_bound(prob, y_hat, xw, w)
+    gap = relative_gap(primal, dual)
     violation = jnp.maximum(jnp.max(jnp.maximum(-y, 0.0), initial=0.0),
                             jnp.max(jnp.abs(y.sum(axis=1) - 1.0), initial=0.0))
     return Check(primal, dual, gap, violation), y_hat, w, z
+
+
+def primal_bound(prob: Problem, y_hat: Float[Array, "n c"], xw: Float[Array, "n c"],
+                 w: Any) -> Float[Array, ""]:
+    """The primal objective bound at the feasible labelling `y_hat` and weights W (`xw` =
+    X W): (||Y - X W||^2 + lam ||W||^2) / (2 lam) + mu sum slack, exact at the ridge W of Y."""
+    cons = prob.cons
+    resid = y_hat - xw
+    slack = jnp.maximum(cons.bound - cons.sign * _pair_sum(cons, y_hat), 0.0)
+    return ((jnp.sum(resid * resid) + prob.lam * weights_sq_norm(w)) / (2 * prob.lam)
+            + prob.mu * jnp.sum(slack))
+
+
+def relative_gap(primal: Float[Array, ""], dual: Float[Array, ""]) -> Float[Array, ""]:
+    """(primal - dual) / |primal| (a tiny floor keeps it finite at primal = 0)."""
+    return (primal - dual) / jnp.maximum(jnp.abs(primal), jnp.finfo(primal.dtype).tiny)
 
 
 def _best_labelling(prob: Problem, xw: Float[Array, "n c"], lam0: Float[Array, "p c"],
