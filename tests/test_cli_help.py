@@ -69,7 +69,8 @@ def test_every_argument_has_help_with_its_default(action):
 def test_the_walk_sees_every_command():
     progs = {prog for prog, _ in _commands(build_parser())}
     assert {"jkern gram", "jkern nystrom fit", "jkern nystrom embed", "jkern train",
-            "jkern predict", "jkern convert", "jkern ds train", "jkern ds predict"} <= progs
+            "jkern predict", "jkern convert", "jkern ds train", "jkern ds predict",
+            "jkern pa train", "jkern pa predict"} <= progs
 
 
 def test_train_help_lists_every_learner_and_requires_one(capsys):
