@@ -140,9 +140,10 @@ def run_train(args: argparse.Namespace) -> int:
             if args.mode not in ("explicit", "linear")
             else f"{int(np.asarray(sol.model.weights).shape[-1]) - 1} weights")
     common = f", N = {sol.stats['n_common']}" if "n_common" in sol.stats else ""
+    degree = "" if args.mode == "linear" else f", d = {args.degree}"
     n_feat = int(np.count_nonzero(X.column_counts()))
     say(args, f"pa train: {len(y)} examples, {n_feat} features, mode "
-              f"{args.mode}, d = {args.degree}, C = {args.C:g}, {args.epochs} epochs{common}; "
+              f"{args.mode}{degree}, C = {args.C:g}, {args.epochs} epochs{common}; "
               f"updates {updates[0]} (epoch 1) .. {updates[-1]} (epoch {len(updates)}), "
               f"{what} -> {args.out} in {time.perf_counter() - t0:.2f} s")
     return EXIT_OK
