@@ -206,6 +206,31 @@ def test_capacity_overflow_is_an_error_never_a_truncation():
     assert grid.result.tolist() == [RESULTS.capacity_exceeded]
 
 
+@pytest.mark.parametrize("degree", [1, 2, 3])
+def test_expanded_model_is_the_kernel_expansion(degree, tmp_path):
+    X, y = _random_binary(9, n=60)
+    model = fit(X, y, degree=degree, epochs=EPOCHS, mode="block").model
+    fast = model.expanded()
+    # test rows: narrower than the model's widest (the enumeration pads them), one empty,
+    # one with features no support vector holds and ids the model never saw
+    T = SparseRows.from_rows([{0: 1, 2: 1}, {}, {1: 1, 3: 1, 5: 1, 30: 1}, {23: 1, 31: 1},
+                              dict.fromkeys(range(0, 24, 2), 1.0)], n_features=32)
+    D = np.asarray(T.todense())[:, :X.n_features]
+    S = np.zeros((len(model.alpha), X.n_features))
+    np.add.at(S, (np.arange(S.shape[0])[:, None], np.asarray(model.indices)),
+              np.asarray(model.values))
+    want = ((1 + D @ S.T) ** degree) @ np.asarray(model.alpha)
+    for rows in (T, X):
+        np.testing.assert_allclose(np.asarray(fast.decision_function(rows, block=2)),
+                                   np.asarray(model.decision_function(rows)), rtol=0, atol=0)
+    np.testing.assert_allclose(np.asarray(fast.decision_function(T)), want, rtol=1e-12)
+    jkern.save(tmp_path / "fast.jkm", fast)
+    back = jkern.load(tmp_path / "fast.jkm")
+    np.testing.assert_array_equal(np.asarray(back.predict(T)), np.asarray(fast.predict(T)))
+    with pytest.raises(InputError, match="binary"):
+        fast.decision_function(SparseRows.from_rows([{0: 0.5}], n_features=24))
+
+
 def test_save_load_round_trip(tmp_path):
     X, y = _random_binary(12, n=30)
     for mode in ("block", "explicit", "linear"):

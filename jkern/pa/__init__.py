@@ -27,8 +27,11 @@ from ._kernel import TIE_EPS as TIE_EPS
 from ._kernel import Instance as Instance
 from ._kernel import KernelPA as KernelPA
 from ._kernel import KernelState as KernelState
+from ._pke import ExpandedModel as ExpandedModel
+from ._pke import expand_support_vectors as expand_support_vectors
 from ._slice import prefix_nodes as prefix_nodes
 from ._split import GROUP as GROUP
+from ._split import CommonPart as CommonPart
 from ._split import SplitInstance as SplitInstance
 from ._split import SplitPA as SplitPA
 from ._split import SplitState as SplitState

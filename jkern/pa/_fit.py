@@ -37,6 +37,7 @@ from ._explicit import (
     index_rows,
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins
+from ._pke import ExpandedModel, expand_support_vectors
 from ._slice import CHUNK_VISITS, fit_split
 from ._split import CommonPart, common_part
 
@@ -82,6 +83,16 @@ class SupportVectorModel(eqx.Module):
     def predict(self, X: SparseRows) -> Int[Array, " m *batch"]:
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))
+
+    def expanded(self) -> ExpandedModel:
+        """The same classifier as weights of the support vectors' conjunctions (pecco's
+        polynomial kernel expansion, `jkern.pa.ExpandedModel`): a margin then costs a
+        search per conjunction of x, whatever the number of support vectors. Binary
+        support vectors; one model (not a vmapped batch)."""
+        if self.alpha.ndim > 1:
+            raise InputError("expanded() takes one model; index the vmapped batch first")
+        return expand_support_vectors(np.asarray(self.indices), np.asarray(self.values),
+                                      np.asarray(self.alpha), self.degree, self.n_features)
 
 
 @eqx.filter_jit
