@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import parse_args, parser, pyplot, write_result
+from _common import parse_args, parser, pyplot, run_measured, write_result
 
 SOLVERS = ("jkern", "jkern-hybrid", "jkern-bcd", "cvxpy-clarabel", "cvxpy-scs")
 FEATURES, PER_ROW, RELATIONS = 1000, 20, 10
@@ -123,36 +121,6 @@ def worker(solver: str, path: str, tol: float, form: str, again: bool) -> None:
         out.update(solve_s=time.perf_counter() - t0, objective=float(problem.value),
                    status=str(problem.status))
     print("RESULT " + json.dumps(out), flush=True)
-
-
-def run_measured(cmd: list[str], timeout: float) -> tuple[dict, dict | None]:
-    """`cmd` in a fresh process: wall, CPU seconds and peak RSS from wait4; its RESULT (None
-    when it was stopped at `timeout` or failed)."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
-        deadline = t0 + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                _, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.05)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
-        text, errors = out.read(), err.read()
-    figures = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-               "peak_mb": usage.ru_maxrss / 1024}
-    lines = [ln for ln in text.splitlines() if ln.startswith("RESULT ")]
-    if status != 0 or not lines:
-        if wall < timeout:
-            print(f"  failed (status {status}): {errors[-2000:]}", flush=True)
-        return figures, None
-    return figures, json.loads(lines[-1][len("RESULT "):])
 
 
 def main(argv=None) -> int:
