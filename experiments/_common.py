@@ -452,33 +452,57 @@ def one_vs_rest_labels(train, test, name: str) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- processes
 
 
-def run_measured(cmd: list[str], timeout: float, *, env: dict | None = None
-                 ) -> tuple[dict, dict | None]:
-    """`cmd` in a fresh process: wall, CPU seconds (user + sys, every thread) and peak RSS
-    from wait4, and the JSON of its last `RESULT {...}` line (None when it was stopped at
-    `timeout` or failed; the failure's stderr tail is printed)."""
+def run_process(cmd: list[str], timeout: float, *, env: dict | None = None
+                ) -> tuple[dict, str, str, int]:
+    """`cmd` in a fresh process: (figures, stdout, stderr, exit status); the figures are
+    wall and CPU seconds (user + sys, every thread) from wait4, `finished` (False when it
+    was stopped at `timeout`) and the peak RSS, `peak_mb`: the largest VmHWM of the process
+    polled every 20 ms from /proc (wait4's ru_maxrss keeps the high-water mark of the
+    forked parent across exec, so it would report at least this Python process's size),
+    or wait4's figure where /proc is missing."""
     t0 = time.perf_counter()
+    finished = True
+    hwm = None
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         deadline = t0 + timeout
+        status_file = Path(f"/proc/{proc.pid}/status")
         while True:
+            try:
+                for line in status_file.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        kb = int(line.split()[1])
+                        hwm = kb if hwm is None else max(hwm, kb)
+            except (OSError, ValueError, IndexError):
+                pass
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if time.perf_counter() > deadline:
                 proc.kill()
                 _, status, usage = os.wait4(proc.pid, 0)
+                finished = False
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         wall = time.perf_counter() - t0
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
-    figures = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-               "peak_mb": usage.ru_maxrss / 1024}
+    peak = (hwm if hwm is not None and Path("/proc/self/status").exists()
+            else usage.ru_maxrss) / 1024
+    figures = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": peak,
+               "finished": finished}
+    return figures, text, errors, status
+
+
+def run_measured(cmd: list[str], timeout: float, *, env: dict | None = None
+                 ) -> tuple[dict, dict | None]:
+    """`run_process`, and the JSON of the last `RESULT {...}` line of its stdout (None when
+    it was stopped at `timeout` or failed; the failure's stderr tail is printed)."""
+    figures, text, errors, status = run_process(cmd, timeout, env=env)
     lines = [ln for ln in text.splitlines() if ln.startswith("RESULT ")]
     if status != 0 or not lines:
-        if wall < timeout:
+        if figures["finished"]:
             print(f"  failed (status {status}): {errors[-2000:]}", flush=True)
         return figures, None
     return figures, json.loads(lines[-1][len("RESULT "):])

@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,18 @@ def _renamed(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return copy
 
 
+_PROGRAMS: weakref.WeakSet[StoredProgram] = weakref.WeakSet()
+
+
+def clear_loaded() -> None:
+    """Drop the executables every `StoredProgram` holds in memory (`jax.clear_caches()`
+    drops JAX's): a long-lived process that compiles many programs (a test suite) frees
+    their code this way. They load again from disk on their next call."""
+    for program in list(_PROGRAMS):
+        with program._lock:
+            program._loaded.clear()
+
+
 class StoredProgram:
     """`jax.jit(fn, static_argnames=..., donate_argnums=...)`, with its executables kept on
     disk (see the module docstring). Call it as the jitted function; static arguments are
@@ -127,6 +140,7 @@ class StoredProgram:
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__wrapped__ = fn
+        _PROGRAMS.add(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         where = executables_dir()

@@ -21,3 +21,28 @@ if os.environ.get("JKERN_NO_CACHE") != "1":
 def shared_data() -> Path:
     """`../shared/data`; skips when missing, fails instead under JKERN_REQUIRE_DATA=1."""
     return require(SHARED_DATA)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_compiled_programs():
+    """Drop the compiled programs a test module leaves behind (JAX's caches and jkern's
+    in-memory executables) once it ends. XLA's CPU compiler maps memory for every program
+    it keeps, and one process running the whole suite otherwise reaches the kernel's limit
+    of memory mappings (vm.max_map_count, 65,530 by default): the next compile then fails
+    ("Failed to materialize symbols") and the process crashes. Programs come back from
+    the on-disk cache when a later module needs them."""
+    yield
+    import gc
+
+    if os.environ.get("JKERN_TEST_MAPS"):
+        with open("/proc/self/maps") as f:
+            print(f"\n[memory mappings before: {sum(1 for _ in f)}]")
+
+    from jkern import _executables
+
+    jax.clear_caches()
+    _executables.clear_loaded()
+    gc.collect()
+    if os.environ.get("JKERN_TEST_MAPS"):
+        with open("/proc/self/maps") as f:
+            print(f"[memory mappings after: {sum(1 for _ in f)}]")

@@ -13,8 +13,9 @@ Examples are dicts `{feature: value}`, labels ±1, visited in file order every e
   one support vector; a new one is appended), or y·τ·x to w in linear mode.
 
 `exact=True` (binary vectors): weights are Python ints counting 2^-32, margins exact integer
-sums, the rule y·m <= 1 exact (no ε), Δα = y·round(τ·2^32) with τ computed in floats from
-the exact margin — jkern's exact mode, which every mode must match bit for bit.
+sums, the rule y·m <= 1 + ε evaluated exactly (y·m <= 2^32 + floor(ε·2^32) counts),
+Δα = y·round(τ·2^32) with τ computed in floats from the exact margin — jkern's exact mode,
+which every mode must match bit for bit.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def pa_reference(X: Sequence[Mapping[int, float]], y: Sequence[int], *, degree: 
                 else:
                     m_q = sum(w_q.get(f, 0) for f in x)
                 m = m_q / SCALE
-                update = yt * m_q <= SCALE
+                update = yt * m_q <= SCALE + int(TIE_EPS * SCALE)
                 loss = float(SCALE - yt * m_q) / SCALE
             else:
                 if mode == "kernel":

@@ -92,6 +92,16 @@ def test_modes_give_one_model_and_stdout_output(files, capsys):
         captured = capsys.readouterr()
         assert captured.err == ""
         outs.append(np.array([float(v) for v in captured.out.split()]))
+    # the expanded model (pecco's PKE) gives the same values
+    model = files / "expanded.npz"
+    assert main(["pa", "train", str(files / "train.svm"), "-o", str(model), "--expand",
+                 "-q"]) == 0
+    assert isinstance(jkern.load(model), jkern.pa.ExpandedModel)
+    assert main(["pa", "predict", str(model), str(files / "test.svm"), "-q"]) == 0
+    outs.append(np.array([float(v) for v in capsys.readouterr().out.split()]))
+    assert main(["pa", "train", str(files / "train.svm"), "-o", str(model), "--expand",
+                 "-m", "linear"]) == 2
+    assert "--expand applies to the kernel modes" in capsys.readouterr().err
     assert all(len(o) == 5 for o in outs)
     for o in outs[1:]:
         np.testing.assert_allclose(o, outs[0], rtol=1e-12, atol=1e-12)

@@ -77,6 +77,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "--dtype is float64)")
     train.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                        help="precision of the values, weights and margins (default float64)")
+    train.add_argument("--expand", action="store_true",
+                       help="kernel modes: save the model expanded into weights of its "
+                            "support vectors' conjunctions (pecco's PKE; the same decision "
+                            "values, classified without the support-vector sum; binary "
+                            "features) (default off: the support vectors)")
     train.add_argument("--quiet", "-q", action="store_true",
                        help="no summary line on stderr (default off: one summary line)")
     train.set_defaults(_action=run_train)
@@ -133,8 +138,14 @@ def run_train(args: argparse.Namespace) -> int:
     if result != RESULTS.successful:
         raise CLIError(f"training failed: {RESULTS.message(result)}; no model written",
                        EXIT_COMPUTE)
+    model = sol.model
+    if args.expand:
+        if not isinstance(model, jkern.pa.SupportVectorModel):
+            raise CLIError(f"--expand applies to the kernel modes, not --mode {args.mode}")
+        with compute_errors(), input_errors():
+            model = model.expanded()
     with output_errors():
-        jkern.save(out, sol.model)
+        jkern.save(out, model)
     updates = np.asarray(sol.stats["updates"]).tolist()
     what = (f"{int(sol.stats['support_vectors'])} support vectors"
             if args.mode not in ("explicit", "linear")
@@ -164,7 +175,8 @@ def run_predict(args: argparse.Namespace) -> int:
 
     with input_errors():
         model = jkern.load(args.model)
-    if not isinstance(model, (jkern.pa.SupportVectorModel, jkern.pa.ConjunctionModel)):
+    if not isinstance(model, (jkern.pa.SupportVectorModel, jkern.pa.ConjunctionModel,
+                              jkern.pa.ExpandedModel)):
         raise CLIError(f"{args.model}: not a model from `jkern pa train` (a "
                        f"{type(model).__name__})")
     dtype = str(np.asarray(model.alpha if isinstance(model, jkern.pa.SupportVectorModel)

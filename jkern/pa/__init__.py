@@ -24,6 +24,7 @@ from ._fit import fit as fit
 from ._kernel import CHUNK as CHUNK
 from ._kernel import SCALE as SCALE
 from ._kernel import TIE_EPS as TIE_EPS
+from ._kernel import TIE_TICKS as TIE_TICKS
 from ._kernel import Instance as Instance
 from ._kernel import KernelPA as KernelPA
 from ._kernel import KernelState as KernelState

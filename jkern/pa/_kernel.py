@@ -4,20 +4,22 @@ The model is a support set S with weights α; the margin of x is
 
     m(x) = Σ_{s∈S} α_s (1 + s·x)^d.
 
-One rule for every mode (opal's PA-I, Crammer et al. 2006), in one of two arithmetics:
+One rule for every mode (opal's PA-I, Crammer et al. 2006), one tie rule — update iff
+y·m ≤ 1 + TIE_EPS (ε = 1e-9; opal: y·m ≤ 1) — in one of two arithmetics:
 
 - exact (`exact=True`; binary features, float64): α is an int64 count of 2^-32 and every
   kernel value (1 + s·x)^d a whole number, so a margin is an integer sum that every mode
-  (every summation order, block or explicit expansion, later splitting and slicing) gets
-  bit for bit; update iff y·m ≤ 1 exactly (opal's rule, ties at exactly 1 update), and
-  Δα = y·round(τ·2^32), τ computed in float64 from the exact margin. This is what makes the
-  modes the same model at full size: in floats, opal's large steps (τ divides by |x|, not
-  K(x, x)) amplify rounding differences by ~10x every few hundred updates, so runs in
-  different summation orders part ways after a few thousand examples.
-- float (`exact=False`; real values, float32): update iff y·m ≤ 1 + TIE_EPS (ε = 1e-9), so a
-  margin that is 1 in real arithmetic but 1 ± 1e-13 after rounding updates in every mode;
-  margins in (1, 1 + ε] step by 0 (their loss is 0) but still count as updates. Modes agree
-  while their rounding differences stay below ε (short runs; not guaranteed on long ones).
+  (every summation order, block or explicit expansion, splitting and slicing) gets bit for
+  bit; the tie rule is evaluated exactly (y·m ≤ 2^32 + TIE_TICKS counts: a margin of exactly
+  1 updates, as in opal), and Δα = y·round(τ·2^32), τ computed in float64 from the exact
+  margin. This is what makes the modes the same model at full size: in floats, opal's large
+  steps (τ divides by |x|, not K(x, x)) amplify rounding differences by ~10x every few
+  hundred updates, so runs in different summation orders part ways after a few thousand
+  examples.
+- float (`exact=False`; real values, float32): the tie rule in floats, so a margin that is 1
+  in real arithmetic but 1 ± 1e-13 after rounding updates in every mode. Modes agree while
+  their rounding differences stay below ε (short runs; not guaranteed on long ones).
+- margins in (1, 1 + ε] step by 0 (their loss is 0) but still count as updates.
 - τ = clip((1 − y·m) / |x|, 0, C) with |x| = Σ_f x_f² (the number of active features of a
   binary vector: opal's rule, which does not divide by K(x, x)); `textbook=True` divides by
   K(x, x) = (1 + |x|)^d. An empty x (|x| = 0) steps by C when its loss is > 0.
@@ -55,6 +57,7 @@ from jaxtyping import Array, Bool, Float, Int
 TIE_EPS = 1e-9
 FIXED_BITS = 32
 SCALE = 2**FIXED_BITS  # exact mode: α is an int64 count of 2^-32
+TIE_TICKS = int(TIE_EPS * SCALE)  # TIE_EPS in counts of 2^-32 (4): the exact tie rule
 CHUNK = 256  # support vectors per margin chunk
 
 
@@ -134,13 +137,14 @@ def decide(m: Array, y: Array, sq_norm: Array, C: Array, degree: int, textbook: 
            ) -> tuple[Bool[Array, ""], Array, Float[Array, ""]]:
     """PA-I's rule on a margin: (update?, Δα = y·τ in `m`'s dtype, the margin as a float).
 
-    Exact mode (`m` an int64 count of 2^-32): update iff y·m <= 1 exactly (opal's rule), and
-    Δα = y·round(τ·2^32). Float mode: update iff y·m <= 1 + TIE_EPS."""
+    One tie rule in both arithmetics: update iff y·m <= 1 + TIE_EPS. Exact mode (`m` an
+    int64 count of 2^-32) evaluates it exactly (y·m <= 2^32 + TIE_TICKS counts) and steps
+    by Δα = y·round(τ·2^32); float mode in `m`'s dtype."""
     fdt = sq_norm.dtype
     if jnp.issubdtype(m.dtype, jnp.integer):
         yi = jnp.round(y).astype(m.dtype)
         ym = yi * m
-        upd = ym <= SCALE
+        upd = ym <= SCALE + TIE_TICKS
         loss = (SCALE - ym).astype(fdt) / SCALE
         tau = step_size(loss, sq_norm, jnp.asarray(C, fdt), degree, textbook)
         return upd, yi * jnp.round(tau * SCALE).astype(m.dtype), m.astype(fdt) / SCALE
