@@ -155,6 +155,20 @@ def decide(m: Array, y: Array, sq_norm: Array, C: Array, degree: int, textbook: 
     return upd, y * tau, m
 
 
+def claim_slot(upd: Array, slot: Array, n_sv: Array, cap: int
+               ) -> tuple[Array, Array, Array, Array]:
+    """Where an update writes (the in-block scans of every mode share this): its vector's
+    slot when it has one (`slot >= 0`), else the next free one, `n_sv`. An update that needs
+    a new slot when all `cap` are taken is not applied and sets the overflow flag.
+
+    Returns (applied, takes a new slot, target slot or `cap` when not applied, overflow)."""
+    new = upd & (slot < 0)
+    full = new & (n_sv >= cap)
+    ok = upd & ~full
+    target = jnp.where(ok, jnp.where(new, n_sv, slot), cap)
+    return ok, new & ok, target, full
+
+
 def step_size(loss: Array, sq_norm: Array, C: Array, degree: int, textbook: bool) -> Array:
     """τ = clip(loss / norm, 0, C), norm = |x| (opal) or (1 + |x|)^d (textbook); an empty
     vector steps by C when its loss is > 0."""
@@ -206,17 +220,6 @@ class KernelPA(eqx.Module):
         """(update?, Δα, the margin as a float) for a margin m (see `decide`)."""
         return decide(m, y, sq_norm, self.C, self.degree, self.textbook)
 
-    def _assign(self, state: KernelState, uid, upd):
-        """The slot of vector `uid` if updated (a new one when it has none): (slot or
-        capacity when nothing is written, is it new, did it overflow)."""
-        cap = state.alpha.shape[0]
-        s = state.slot[uid]
-        new = upd & (s < 0)
-        full = new & (state.n_sv >= cap)
-        ok = upd & ~full
-        target = jnp.where(ok, jnp.where(new, state.n_sv, s), cap)
-        return target, new & ok, ok, full
-
     def margin(self, state: KernelState, x: Instance) -> Float[Array, ""]:
         """The margin of one example against the model (pure kernel)."""
         return self.step(state, x, jnp.ones((), state.alpha.dtype))[1]
@@ -232,7 +235,7 @@ class KernelPA(eqx.Module):
         scratch = scratch.at[x.indices, 0].set(0)
         fdt = state.sv_values.dtype
         upd, dalpha, m = self._decide(m, jnp.asarray(y, fdt), jnp.sum(x.values * x.values))
-        target, new, ok, full = self._assign(state, x.uid, upd)
+        ok, new, target, full = claim_slot(upd, state.slot[x.uid], state.n_sv, cap)
         new_row = jnp.where(new, target, cap)
         state = KernelState(
             sv_indices=state.sv_indices.at[new_row].set(x.indices, mode="drop"),
@@ -277,10 +280,7 @@ class KernelPA(eqx.Module):
             upd = upd & mask[t]
             uid = xs.uid[t]
             s = slot[uid]
-            new = upd & (s < 0)
-            full = new & (n_sv >= cap)
-            ok = upd & ~full
-            target = jnp.where(ok, jnp.where(new, n_sv, s), cap)
+            ok, new, target, full = claim_slot(upd, s, n_sv, cap)
             dalpha = dalpha.at[t].set(jnp.where(ok, da, 0))
             slot = slot.at[uid].set(jnp.where(ok, target, s))
             carry = (dalpha, slot, n_sv + new.astype(jnp.int32), n_upd + ok.astype(jnp.int32),

@@ -51,7 +51,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._sparse import SparseRows
 from ..errors import InputError
 from ._explicit import conjunction_coefficients, conjunction_table
-from ._kernel import decide
+from ._kernel import claim_slot, decide
 
 GROUP = 64  # index entries per chunk of the rare-feature walk
 TABLE_BYTES = 16  # one common conjunction: its int64 key and its weight
@@ -427,16 +427,12 @@ class SplitPA(eqx.Module):
             upd, da, m = decide(m0[t] + jnp.sum(dalpha * kbb[:, t]), ys[t], n_x[t], self.C,
                                 d, self.textbook)
             upd = upd & mask[t]
-            s = slot[t]
-            new = upd & (s < 0)
-            full = new & (n_sv >= cap)
-            ok = upd & ~full
-            target = jnp.where(ok, jnp.where(new, n_sv, s), cap)
+            ok, new, target, full = claim_slot(upd, slot[t], n_sv, cap)
             dalpha = dalpha.at[t].set(jnp.where(ok, da, 0))
             slot = jnp.where(same_uid[t] & ok, target, slot)
-            carry = (dalpha, slot, n_sv + (new & ok).astype(jnp.int32),
+            carry = (dalpha, slot, n_sv + new.astype(jnp.int32),
                      n_upd + ok.astype(jnp.int32), overflow | full)
-            return carry, (m, upd, ok, target, new & ok)
+            return carry, (m, upd, ok, target, new)
 
         carry0 = (jnp.zeros((B,), dt), state.slot[xs.uid], state.n_sv, state.n_updates,
                   state.overflow)
