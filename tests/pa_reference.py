@@ -38,7 +38,11 @@ class ReferenceRun:
 
 def pa_reference(X: Sequence[Mapping[int, float]], y: Sequence[int], *, degree: int = 2,
                  C: float = 1.0, epochs: int = 10, mode: str = "kernel",
-                 step: str = "opal", exact: bool = False) -> ReferenceRun:
+                 step: str = "opal", exact: bool = False,
+                 orders: Sequence[Sequence[int]] | None = None,
+                 average: bool = False) -> ReferenceRun:
+    """`orders[e]`: the examples visited in epoch e (default file order); `average`: the
+    returned weights are the mean of the weights after every visit (summed naively)."""
     assert mode in ("kernel", "linear") and step in ("opal", "textbook")
     if exact:
         assert all(v == 1 for x in X for v in x.values()), "exact mode needs binary vectors"
@@ -46,8 +50,21 @@ def pa_reference(X: Sequence[Mapping[int, float]], y: Sequence[int], *, degree: 
     slot: dict[tuple[tuple[int, float], ...], int] = {}
     alpha_q: list[int] = []
     w_q: dict[int, int] = {}
-    for _ in range(epochs):
-        for x, yt in zip(X, y):
+    sum_alpha: list[float] = []
+    sum_w: dict[int, float] = {}
+    visits = 0
+    for epoch in range(epochs):
+        order = range(len(X)) if orders is None else orders[epoch]
+        for i in order:
+            x, yt = X[i], y[i]
+            if average and visits:  # the model after the previous visit
+                current = [a / SCALE for a in alpha_q] if exact else run.alpha
+                sum_alpha += [0.0] * (len(current) - len(sum_alpha))
+                for k, a in enumerate(current):
+                    sum_alpha[k] += a
+                for f, v in (w_q.items() if exact else run.w.items()):
+                    sum_w[f] = sum_w.get(f, 0.0) + (v / SCALE if exact else v)
+            visits += 1
             if exact:
                 if mode == "kernel":
                     m_q = sum(a * (1 + sum(1 for f, _ in s if f in x)) ** degree
@@ -94,4 +111,10 @@ def pa_reference(X: Sequence[Mapping[int, float]], y: Sequence[int], *, degree: 
     if exact:
         run.alpha = [a / SCALE for a in alpha_q]
         run.w = {f: v / SCALE for f, v in w_q.items()}
+    if average:  # add the final model, then divide by the number of visits
+        sum_alpha += [0.0] * (len(run.alpha) - len(sum_alpha))
+        run.alpha = [(t + a) / visits for t, a in zip(sum_alpha, run.alpha)]
+        for f, v in run.w.items():
+            sum_w[f] = sum_w.get(f, 0.0) + v
+        run.w = {f: v / visits for f, v in sum_w.items()}
     return run

@@ -4,6 +4,7 @@ error contract (exit codes, one line, no partial file) and the help."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -92,6 +93,17 @@ def test_modes_give_one_model_and_stdout_output(files, capsys):
         captured = capsys.readouterr()
         assert captured.err == ""
         outs.append(np.array([float(v) for v in captured.out.split()]))
+    # averaged and shuffled: the library's model
+    model = files / "avg.npz"
+    assert main(["pa", "train", str(files / "train.svm"), "-o", str(model), "--average",
+                 "--shuffle", "--seed", "4"]) == 0
+    assert ", shuffled, averaged" in capsys.readouterr().err
+    train = read_sparse(files / "train.svm")
+    want = jkern.pa.fit(train.features, train.labels, average=True, shuffle=True,
+                        key=jax.random.key(4)).model
+    test = read_sparse(files / "test.svm").features
+    np.testing.assert_array_equal(np.asarray(jkern.load(model).decision_function(test)),
+                                  np.asarray(want.decision_function(test)))
     # the expanded model (pecco's PKE) gives the same values
     model = files / "expanded.npz"
     assert main(["pa", "train", str(files / "train.svm"), "-o", str(model), "--expand",

@@ -95,6 +95,42 @@ def test_modes_match_reference(degree):
     assert got == [tuple(sorted(s)) for s in ref.support]
 
 
+@pytest.mark.parametrize("mode", ["kernel", "block", "splitting", "slicing", "explicit",
+                                  "linear"])
+def test_shuffled_and_averaged_match_reference(mode):
+    X, y = _random_binary(21, n=40)
+    key = jax.random.key(3)
+    sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, shuffle=True, key=key, average=True,
+              record=True, block_size=4)
+    orders = np.asarray(sol.stats["order"])
+    assert all(sorted(o.tolist()) == list(range(len(y))) for o in orders)
+    assert not np.array_equal(orders[0], orders[1])  # a new permutation each epoch
+    ref_mode = "linear" if mode == "linear" else "kernel"
+    ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=EPOCHS, exact=True,
+                       orders=orders.tolist(), mode=ref_mode, average=True)
+    assert np.asarray(sol.stats["updated"]).reshape(-1).tolist() == ref.updated
+    np.testing.assert_array_equal(np.asarray(sol.stats["margins"]).reshape(-1), ref.margins)
+    # the averaged model: its decision values are the reference's averaged weights'
+    D = np.asarray(X.todense())
+    if mode == "linear":
+        w = np.zeros(X.n_features)
+        for f, v in ref.w.items():
+            w[f] = v
+        want = D @ w
+    else:
+        S = np.zeros((len(ref.support), X.n_features))
+        for r, sv in enumerate(ref.support):
+            for f, v in sv:
+                S[r, f] = v
+        want = ((1 + D @ S.T) ** 2) @ np.asarray(ref.alpha)
+    np.testing.assert_allclose(np.asarray(sol.model.decision_function(X)), want, rtol=1e-9,
+                               atol=1e-9)
+    plain = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, shuffle=True, key=key)
+    assert np.array_equal(np.asarray(plain.stats["updated"]), np.asarray(sol.stats["updated"]))
+    with pytest.raises(InputError, match="key"):
+        fit(X, y, mode=mode, shuffle=True)
+
+
 def test_real_values_and_textbook_step():
     X, y = _random_binary(5, real=True)
     rows = _rows(X)
@@ -196,6 +232,13 @@ def test_vmap_over_C_equals_a_loop():
                 assert not np.any(np.asarray(grid.model.alpha[i, k:]))
             np.testing.assert_allclose(np.asarray(grid.model.decision_function(X))[:, i],
                                        np.asarray(one.model.decision_function(X)), atol=1e-9)
+    # averaged PA-I under vmap, too
+    grid = jax.vmap(lambda c: fit(X, y, C=c, degree=2, epochs=2, mode="block",
+                                  average=True))(Cs)
+    for i, c in enumerate(Cs.tolist()):
+        one = fit(X, y, C=c, degree=2, epochs=2, mode="block", average=True)
+        np.testing.assert_allclose(np.asarray(grid.model.decision_function(X))[:, i],
+                                   np.asarray(one.model.decision_function(X)), atol=1e-9)
 
 
 def test_capacity_overflow_is_an_error_never_a_truncation():

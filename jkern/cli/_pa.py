@@ -77,6 +77,14 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "--dtype is float64)")
     train.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                        help="precision of the values, weights and margins (default float64)")
+    train.add_argument("--average", action="store_true",
+                       help="averaged PA-I: save the mean of the models after every visit "
+                            "(the updates are plain PA-I's) (default off, as in opal)")
+    train.add_argument("--shuffle", action="store_true",
+                       help="visit a new random permutation of the examples each epoch "
+                            "(default off: file order, as in opal)")
+    train.add_argument("--seed", type=int, default=0, metavar="S",
+                       help="--shuffle: the seed of the permutations (default 0)")
     train.add_argument("--expand", action="store_true",
                        help="kernel modes: save the model expanded into weights of its "
                             "support vectors' conjunctions (pecco's PKE; the same decision "
@@ -122,6 +130,7 @@ def run_train(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     out = check_output_path(args.out, (".npz",))
     setup_jax(args.dtype)
+    import jax
     import numpy as np
 
     import jkern
@@ -133,7 +142,9 @@ def run_train(args: argparse.Namespace) -> int:
         sol = jkern.pa.fit(X, y, degree=args.degree, C=args.C, epochs=args.epochs,
                            mode=args.mode, textbook=args.textbook, block_size=args.block_size,
                            n_common=args.n_common, exact=args.exact, dtype=args.dtype,
-                           memory_budget=max(1, int(args.memory_budget * 2**20)))
+                           memory_budget=max(1, int(args.memory_budget * 2**20)),
+                           average=args.average, shuffle=args.shuffle,
+                           key=jax.random.key(args.seed) if args.shuffle else None)
     result = int(sol.result)
     if result != RESULTS.successful:
         raise CLIError(f"training failed: {RESULTS.message(result)}; no model written",
@@ -153,8 +164,9 @@ def run_train(args: argparse.Namespace) -> int:
     common = f", N = {sol.stats['n_common']}" if "n_common" in sol.stats else ""
     degree = "" if args.mode == "linear" else f", d = {args.degree}"
     n_feat = int(np.count_nonzero(X.column_counts()))
+    how = "".join([", shuffled" if args.shuffle else "", ", averaged" if args.average else ""])
     say(args, f"pa train: {len(y)} examples, {n_feat} features, mode "
-              f"{args.mode}{degree}, C = {args.C:g}, {args.epochs} epochs{common}; "
+              f"{args.mode}{degree}, C = {args.C:g}, {args.epochs} epochs{how}{common}; "
               f"updates {updates[0]} (epoch 1) .. {updates[-1]} (epoch {len(updates)}), "
               f"{what} -> {args.out} in {time.perf_counter() - t0:.2f} s")
     return EXIT_OK

@@ -36,7 +36,7 @@ from ._explicit import (
     expand,
     index_rows,
 )
-from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins
+from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
 from ._slice import CHUNK_VISITS, fit_split
 from ._split import CommonPart, common_part
@@ -108,9 +108,10 @@ def _margins(model: SupportVectorModel, idx, val):
     return jax.lax.map(one, (idx, val))
 
 
-def _stream(n: int, epochs: int, block: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions visited (file order, `epochs` times) padded to whole blocks, and the mask."""
-    order = np.tile(np.arange(n, dtype=np.int32), epochs)
+def _stream(orders: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """The positions visited (`orders`, `[epochs, n]`, epoch after epoch) padded to whole
+    blocks, and the mask."""
+    order = orders.reshape(-1).astype(np.int32)
     pad = -len(order) % block
     mask = np.concatenate([np.ones(len(order), bool), np.zeros(pad, bool)])
     return np.concatenate([order, np.zeros(pad, np.int32)]).reshape(-1, block), \
@@ -173,14 +174,53 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     return state, ms, upds
 
 
+def visit_orders(n: int, epochs: int, shuffle: bool, key: Any) -> np.ndarray:
+    """`[epochs, n]` the examples visited in each epoch: file order, or (`shuffle`) a
+    permutation per epoch, `jax.random.permutation(fold_in(key, epoch), n)`."""
+    if not shuffle:
+        return np.tile(np.arange(n, dtype=np.int32), (epochs, 1))
+    if key is None:
+        raise InputError("shuffle=True needs key= (a jax.random key): the visiting order "
+                         "is drawn from it")
+    if is_traced(key):
+        raise InputError("the shuffling key must be concrete (the order is built on the "
+                         "host); vmap over C, not over keys")
+    try:
+        return np.stack([np.asarray(jax.random.permutation(jax.random.fold_in(key, e), n))
+                         for e in range(epochs)]).astype(np.int32)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"key must be a jax.random key, got {key!r}") from e
+
+
+def averaged_steps(ms: Array, upds: Array, orders: Array, y: Array, sq_norm: Array, C: Any,
+                   degree: int, textbook: bool, exact: bool, dtype: Any) -> Array:
+    """`[n]`: what each example adds to the averaged model (1/T) Σ_t model_t, T visits:
+    the sum over its visits v that updated of Δα_v (T − v) / T (the update of visit v is in
+    the T − v models after it). Δα_v comes from the recorded margin through the training's
+    own rule (`decide`), so it is the step training took (in exact mode bit for bit)."""
+    m, upd, ex = ms.reshape(-1), upds.reshape(-1), orders.reshape(-1)
+    T = m.shape[0]
+    if exact:  # the recorded margin is the exact count / 2^32
+        _, da, _ = decide(jnp.round(m.astype(jnp.float64) * SCALE).astype(jnp.int64), y[ex],
+                          sq_norm[ex], C, degree, textbook)
+        da = da.astype(dtype) / SCALE
+    else:
+        _, da, _ = decide(m.astype(dtype), y[ex], sq_norm[ex], C, degree, textbook)
+    share = (T - jnp.arange(T, dtype=dtype)) / T
+    return jax.ops.segment_sum(jnp.where(upd, da * share, 0), ex, num_segments=y.shape[0])
+
+
 def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 10,
         mode: str = "block", textbook: bool = False, capacity: int | None = None,
         block_size: int = 32, record: bool = False, exact: bool | None = None,
         dtype: Any = None, throw: bool = False, n_common: int | None = None,
-        memory_budget: int = 32 * 2**20) -> Solution[Any]:
+        memory_budget: int = 32 * 2**20, average: bool = False, shuffle: bool = False,
+        key: Any = None) -> Solution[Any]:
     """Online PA-I with the polynomial kernel (1 + s·x)^d, opal's rule (`jkern.pa.KernelPA`).
 
-    Visits the examples in file order, `epochs` times; no shuffling, no averaging.
+    Visits the examples in file order (or, `shuffle`, a new permutation each epoch),
+    `epochs` times; the model is the last one (or, `average`, the average of the models
+    after every visit).
 
     Args:
         X: the training vectors (a `SparseRows`; for opal's kernel-mode feature order,
@@ -216,12 +256,19 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             table fits `memory_budget`). The model does not depend on it.
         memory_budget: bytes for the common-conjunction table when `n_common` is None
             (opal's default, 32 MiB; 16 bytes a conjunction).
+        average: averaged PA-I: the returned model is (1/T) Σ_t model_t over the T visits
+            (the updates, and the stats, are those of plain PA-I; opal: off). Its weights
+            are floats, not multiples of 2^-32.
+        shuffle: visit a new random permutation of the examples each epoch (opal: file
+            order); needs `key`.
+        key: a `jax.random` key for `shuffle` (keyword-only).
 
     Returns:
         A `Solution` with a `SupportVectorModel` (kernel modes) or a `ConjunctionModel`
         (explicit, linear) and stats: `updates` (`[epochs]` updates per epoch),
-        `updated` (`[epochs, n]` whether each visit updated), `support_vectors` (distinct
-        vectors updated at least once), `margins` (`[epochs, n]`, with `record`), and
+        `updated` (`[epochs, n]` whether each visit updated, in visiting order), `order`
+        (`[epochs, n]` the example of each visit), `support_vectors` (distinct vectors
+        updated at least once), `margins` (`[epochs, n]`, with `record`), and
         for splitting and slicing `n_common` (N) and `walked` (index entries visited: the
         kernel part's work).
 
@@ -251,6 +298,9 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         raise InputError("X holds NaN or inf values")
     y = plus_minus_labels("y", y, n, dt)
     C = positive("C", C, dt)
+    orders = visit_orders(n, epochs, shuffle, key)
+    keep_margins = record
+    record = record or average  # the averaged model is rebuilt from the margins
     uids, n_vectors = unique_rows(X)
     f64 = jnp.dtype(dt) == jnp.dtype(jnp.float64)
     binary = is_binary(X)
@@ -273,7 +323,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             X, y, uids, n_vectors, C=C, degree=degree, epochs=epochs, textbook=textbook,
             exact=exact, capacity=capacity, slicing=mode == "slicing", n_common=n_common,
             memory_budget=positive_int("memory_budget", memory_budget), record=record,
-            dtype=dt, block=block_size)
+            dtype=dt, block=block_size, orders=orders if shuffle else None)
         if bool(state.overflow):
             raise InputError(f"capacity={capacity} support vectors is too small for this "
                              "data: pass a larger capacity, or None (the number of distinct "
@@ -288,6 +338,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         code = jnp.where(jnp.all(jnp.isfinite(alpha)), RESULTS.successful, RESULTS.nonfinite)
         extra["n_common"] = N
         extra["walked"] = state.walked
+        slots, n_slots = state.slot, state.alpha.shape[0]
     elif mode in ("kernel", "block"):
         if capacity is None:
             capacity = n_vectors
@@ -297,7 +348,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         state = learner.init(capacity=capacity, width=X.indices.shape[1],
                              n_features=X.n_features, n_vectors=n_vectors, block=B, dtype=dt)
         data = Instance(X.indices.astype(jnp.int32), X.values, jnp.asarray(uids))
-        order, mask = _stream(n, epochs, B)
+        order, mask = _stream(orders, B)
         state, ms, upds = _run_kernel(learner, state, data, y, jnp.asarray(order),
                                       jnp.asarray(mask), record)
         alpha = state.alpha.astype(dt) / SCALE if exact else state.alpha
@@ -306,6 +357,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
                          jnp.where(finite, RESULTS.successful, RESULTS.nonfinite))
         model: Any = SupportVectorModel(state.sv_indices, state.sv_values, alpha,
                                         degree, X.n_features)
+        slots, n_slots = state.slot, state.alpha.shape[0]
         n_sv = concrete(state.n_sv)
         overflow = concrete(state.overflow)
         if overflow is not None and bool(overflow):
@@ -326,7 +378,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         state = learner.init(n_weights, dtype=dt)
         if linear:
             data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
-            order, _ = _stream(n, epochs, 1)
+            order, _ = _stream(orders, 1)
             state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order),
                                             record)
         else:
@@ -338,7 +390,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
             sq = jnp.asarray(np.sum(val != 0, axis=1), dt)
             size = min(CHUNK_VISITS, n * epochs)
-            order, mask = _stream(n, epochs, size)
+            order, mask = _stream(orders, size)
             state, ms, upds = _run_conjunctions(
                 learner, common_part(X, degree, F, keys), state, jnp.asarray(idx, jnp.int32),
                 sq, y, jnp.asarray(order), jnp.asarray(mask), record)
@@ -350,13 +402,36 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
 
     visits = n * epochs
     upds = upds.reshape(-1)[:visits].reshape(epochs, n)
-    touched = jnp.zeros((n_vectors,), bool).at[jnp.asarray(uids)].max(jnp.any(upds, axis=0))
+    visited = jnp.asarray(orders)
+    uid_of = jnp.asarray(uids)
+    touched = jnp.zeros((n_vectors,), bool).at[uid_of[visited]].max(upds)
     stats: dict[str, Any] = {
         "updates": jnp.sum(upds, axis=1, dtype=jnp.int32),
         "updated": upds,
+        "order": visited,
         "support_vectors": jnp.sum(touched, dtype=jnp.int32),
     }
     if ms is not None:
-        stats["margins"] = ms.reshape(-1)[:visits].reshape(epochs, n)
+        ms = ms.reshape(-1)[:visits].reshape(epochs, n)
+        if keep_margins:
+            stats["margins"] = ms
+    if average:
+        assert ms is not None
+        linear = mode == "linear"
+        sq = jnp.sum(X.values * X.values, axis=1)
+        share = averaged_steps(ms, upds, visited, y, sq, C, 1 if linear else degree,
+                               textbook and not linear, exact, dt)
+        if isinstance(model, SupportVectorModel):
+            # slot -1 (never updated, so its share is 0) is dropped
+            alpha = jax.ops.segment_sum(share, slots[uid_of], num_segments=n_slots)
+            model = eqx.tree_at(lambda mdl: mdl.alpha, model, alpha[:model.alpha.shape[-1]])
+        else:
+            rows = (np.arange(n) if is_traced(share)
+                    else np.flatnonzero(np.asarray(share) != 0))
+            e = expand(X.rows(rows), np.asarray(model.keys), degree=model.degree,
+                       linear=linear, n_features=X.n_features, dtype=dt)
+            weights = jnp.zeros_like(model.weights).at[e.ids].add(
+                share[rows][:, None] * e.step_coef)
+            model = eqx.tree_at(lambda mdl: mdl.weights, model, weights)
     stats.update(extra)
     return Solution(model, code.astype(jnp.int32), stats).check(throw)

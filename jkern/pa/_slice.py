@@ -146,11 +146,13 @@ def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mas
 def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any,
               degree: int, epochs: int, textbook: bool, exact: bool, capacity: int,
               slicing: bool, n_common: int | None, memory_budget: int, record: bool,
-              dtype: Any, block: int = 32) -> tuple[SplitState, Any, Any, np.ndarray, int]:
-    """Run PA-I by splitting or slicing over `epochs` passes in file order (binary X).
+              dtype: Any, block: int = 32, orders: np.ndarray | None = None
+              ) -> tuple[SplitState, Any, Any, np.ndarray, int]:
+    """Run PA-I by splitting or slicing over `epochs` passes (binary X), visiting the
+    examples in `orders[e]` in epoch e (`[epochs, n]`; None: file order).
 
-    Returns (final state, margins `[epochs, n]` or None, updated `[epochs, n]`, the original
-    id of each frequency-ordered feature, N)."""
+    Returns (final state, margins `[epochs, n]` or None, updated `[epochs, n]`, both in
+    visiting order, the original id of each frequency-ordered feature, N)."""
     order = frequency_order(X)
     Xf, _ = order.apply(X)
     F = Xf.n_features
@@ -179,19 +181,28 @@ def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any
     yj = jnp.asarray(y)
     size = -(-min(CHUNK_VISITS, n) // block) * block
     pad = -n % size
-    visits = jnp.asarray(np.concatenate([np.arange(n), np.zeros(pad, np.int64)])
-                         .astype(np.int32).reshape(-1, size))
+    def chunked(order: np.ndarray):
+        return jnp.asarray(np.concatenate([order, np.zeros(pad, np.int64)])
+                           .astype(np.int32).reshape(-1, size))
+
+    in_file_order = chunked(np.arange(n))
     mask = jnp.asarray(np.arange(n + pad).reshape(-1, size) < n)
     # the conjunction ids of every example, kept for all epochs when they fit IDS_BYTES
     # (one chunk: searched again each epoch, which costs less than compiling the search)
     K = n_conjunctions(common.width, degree)
-    keep = visits.shape[0] > 1 and visits.size * K * 4 <= IDS_BYTES
-    ids = _all_ids(learner, data, visits) if keep else None
+    keep = in_file_order.shape[0] > 1 and in_file_order.size * K * 4 <= IDS_BYTES
+    ids = _all_ids(learner, data, in_file_order) if keep else None
     ms, upds = [], []
-    for _ in range(epochs):
+    for epoch in range(epochs):
         if need is not None:
             state = ensure_room(state, need, n)
-        state, (m, u) = _run(learner, state, data, yj, visits, mask, ids, record, block)
+        visits, ids_e = in_file_order, ids
+        if orders is not None:
+            visits = chunked(orders[epoch])
+            if ids is not None:  # the kept ids, in this epoch's order
+                flat = ids.reshape((-1,) + ids.shape[2:])
+                ids_e = flat[visits.reshape(-1)].reshape(ids.shape)
+        state, (m, u) = _run(learner, state, data, yj, visits, mask, ids_e, record, block)
         ms.append(None if m is None else m[:n])
         upds.append(u[:n])
     margins = jnp.stack(ms) if record else None
