@@ -212,3 +212,43 @@ def test_ensure_room_keeps_the_index_and_makes_room():
     assert grown.events.shape[0] >= 6 and len(post) & (len(post) - 1) == 0  # powers of two
     same = ensure_room(grown, np.array([1, 1, 1]), 1)
     assert same.post is grown.post  # enough room: unchanged
+
+
+@pytest.fixture(scope="module")
+def ud_head():
+    """The first 120 attachment examples of UD English EWT dev (issue 21's task), in opal's
+    frequency order."""
+    from jkern.data import attachment_examples
+    from jkern.trees import read_conllu
+
+    path = require(SHARED_DATA / "ud-english-ewt" / "en_ewt-ud-dev.conllu")
+    sentences = read_conllu(path)[:12]
+    data = attachment_examples(sentences, {}, window=5)
+    X, _ = frequency_order(data.examples.features).apply(data.examples.features)
+    keep = np.arange(min(120, len(data.examples.labels)))
+    return X.rows(keep), data.examples.labels[keep]
+
+
+@pytest.mark.parametrize("dataset", ["ud", "synthetic"])
+@pytest.mark.parametrize("degree", [1, 2, 3])
+def test_every_mode_matches_reference(ud_head, dataset, degree):
+    """Acceptance line 1 on the UD task and the synthetic concepts (the boundary vectors:
+    test_pa.py and above): every exact mode gives the reference's updates, margins and
+    (kernel modes) alpha bit for bit; the linear mode its own reference's."""
+    if dataset == "ud":
+        X, y = ud_head
+    else:
+        train, _ = conjunctive_concepts(150, 0, key=2, n_features=200, n_frequent=15,
+                                        degree=degree if degree > 1 else 2)
+        X, y = train.features, train.labels
+    assert 0 < int(np.sum(y > 0)) < len(y)
+    ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
+    assert 0 < sum(ref.updated) < len(ref.updated)
+    for mode in ("kernel", "block", "splitting", "slicing", "explicit"):
+        sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True, block_size=8,
+                  n_common=31 if mode in MODES else None)
+        _check_same(sol, ref, alpha=mode != "explicit", atol=0)
+    if degree == 1:
+        lin = pa_reference(_rows(X), y.tolist(), epochs=EPOCHS, mode="linear", exact=True)
+        sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True)
+        _check_same(sol, lin, alpha=False, support=False, atol=0)
