@@ -38,7 +38,7 @@ from ._explicit import (
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
-from ._slice import CHUNK_VISITS, fit_split
+from ._slice import CHUNK_VISITS, IDS_BYTES, fit_split
 from ._split import CommonPart, common_part
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
@@ -150,16 +150,24 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 
 
 @eqx.filter_jit
+def _conjunction_ids(common: CommonPart, idx):
+    """`[n, K]` the weight ids of every row of `idx` (`[chunks, size, k]`), searched a chunk
+    at a time."""
+    return jax.lax.map(common.ids, idx).reshape(-1, common.n_ids)
+
+
+@eqx.filter_jit
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
-                      mask, record: bool):
+                      mask, record: bool, kept_ids):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
-    visits (`order`, `[chunks, size]`), the weight ids of its examples in one batched
-    search, then the sequential steps."""
+    visits (`order`, `[chunks, size]`), the weight ids of its examples (from `kept_ids`,
+    `[n, K]`, when every example's were searched once; else in one batched search), then
+    the sequential steps."""
     D = common.keys.shape[0]
 
     def chunk(state, args):
         pos, valid = args
-        ids = common.ids(idx[pos])
+        ids = common.ids(idx[pos]) if kept_ids is None else kept_ids[pos]
         coef = common.coefficients(ids, sq.dtype)
         step_coef = (ids < D).astype(sq.dtype)
 
@@ -391,9 +399,17 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             sq = jnp.asarray(np.sum(val != 0, axis=1), dt)
             size = min(CHUNK_VISITS, n * epochs)
             order, mask = _stream(orders, size)
+            common = common_part(X, degree, F, keys)
+            idx_j = jnp.asarray(idx, jnp.int32)
+            # every example's ids searched once, kept for all epochs when they fit
+            kept = None
+            if epochs > 1 and n * common.n_ids * 4 <= IDS_BYTES:
+                rows = min(CHUNK_VISITS, n)
+                padded = jnp.pad(idx_j, ((0, -n % rows), (0, 0)), constant_values=F)
+                kept = _conjunction_ids(common, padded.reshape(-1, rows, idx.shape[1]))[:n]
             state, ms, upds = _run_conjunctions(
-                learner, common_part(X, degree, F, keys), state, jnp.asarray(idx, jnp.int32),
-                sq, y, jnp.asarray(order), jnp.asarray(mask), record)
+                learner, common, state, idx_j, sq, y, jnp.asarray(order), jnp.asarray(mask),
+                record, kept)
         w = state.w.astype(dt) / SCALE if exact else state.w
         finite = jnp.all(jnp.isfinite(w))
         code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)

@@ -175,6 +175,11 @@ class CommonPart(eqx.Module):
     width: int = eqx.field(static=True)
     degree: int = eqx.field(static=True)
 
+    @property
+    def n_ids(self) -> int:
+        """K: the conjunctions of ≤ d of `width` positions (∅ included), `ids`' last axis."""
+        return n_conjunctions(self.width, self.degree)
+
     def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
         """The weight ids of x's common conjunctions (∅ first, then by size over the static
         position combinations); conjunctions not in the table get the sink id D. A batch
@@ -481,4 +486,5 @@ def first_rows(uids: np.ndarray, n_vectors: int) -> np.ndarray:
 
 
 def n_conjunctions(width: int, degree: int) -> int:
+    """Σ_{j ≤ d} C(width, j): the conjunctions of ≤ d of `width` positions, ∅ included."""
     return sum(math.comb(width, j) for j in range(degree + 1))
