@@ -151,6 +151,31 @@ class ExplicitPA(eqx.Module):
     def update(self, state: ExplicitState, x: ExpandedInstance, y: Any) -> ExplicitState:
         return self.step(state, x, y)[0]
 
+    def step_block(self, state: ExplicitState, xs: ExpandedInstance, ys: Any, kbb: Array,
+                   valid: Any) -> tuple[ExplicitState, Array, Array]:
+        """B examples in order, exactly as B `step`s: their margins against the weights at
+        the block start in one batched gather, then a scan over the block that adds the
+        corrections Σ_{j<t updated} Δα_j kbb[j, t] (an update of x_j moves the margin of
+        x_t by Δα_j k(x_j, x_t): every conjunction of x_j ∩ x_t has its weight), and the
+        block's updates written at the end. `kbb`: `[B, B]` kernel values (integers in
+        exact mode). Returns (new state, margins, updated flags)."""
+        w = state.w
+        fdt = xs.sq_norm.dtype
+        m0 = jnp.sum(xs.margin_coef.astype(w.dtype) * w[xs.ids], axis=1)
+        ys = jnp.asarray(ys, fdt)
+        kbb = kbb.astype(w.dtype)
+
+        def body(dalpha, t):
+            upd, delta, m = decide(m0[t] + jnp.sum(dalpha * kbb[:, t]), ys[t],
+                                   xs.sq_norm[t], self.C, self.degree, self.textbook)
+            upd = upd & valid[t]
+            return dalpha.at[t].set(jnp.where(upd, delta, 0)), (m, upd)
+
+        B = m0.shape[0]
+        dalpha, (ms, upds) = jax.lax.scan(body, jnp.zeros((B,), w.dtype), jnp.arange(B))
+        w = w.at[xs.ids].add(dalpha[:, None] * xs.step_coef.astype(w.dtype))
+        return ExplicitState(w, state.n_updates + jnp.sum(upds, dtype=jnp.int32)), ms, upds
+
 
 class ConjunctionModel(eqx.Module):
     """f(x) = Σ_{U ⊆ x, |U| ≤ d} c_|U| w_U (conjunction mode) or Σ_f w_f x_f (linear mode).

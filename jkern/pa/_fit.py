@@ -39,7 +39,7 @@ from ._explicit import (
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
 from ._slice import CHUNK_VISITS, IDS_BYTES, fit_split
-from ._split import CommonPart, common_part
+from ._split import CommonPart, common_part, kernel_int
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -158,22 +158,32 @@ def _conjunction_ids(common: CommonPart, idx):
 
 @eqx.filter_jit
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
-                      mask, record: bool, kept_ids):
+                      mask, record: bool, kept_ids, block: int):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
     visits (`order`, `[chunks, size]`), the weight ids of its examples (from `kept_ids`,
     `[n, K]`, when every example's were searched once; else in one batched search), then
-    the sequential steps."""
+    blocks of `block` visits (`ExplicitPA.step_block`)."""
     D = common.keys.shape[0]
+    F = common.n_common
+    dt = state.w.dtype
 
     def chunk(state, args):
         pos, valid = args
         ids = common.ids(idx[pos]) if kept_ids is None else kept_ids[pos]
         coef = common.coefficients(ids, sq.dtype)
         step_coef = (ids < D).astype(sq.dtype)
+        pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
+        ids, coef, step_coef = (a.reshape(pos.shape + a.shape[1:])
+                                for a in (ids, coef, step_coef))
 
         def visit(state, t):
+            rows = idx[pos[t]]
+            present = rows < F
+            shared = jnp.sum((rows[:, None, :, None] == rows[None, :, None, :])
+                             & present[:, None, :, None], axis=(2, 3))
+            kbb = kernel_int(shared, learner.degree, dt)
             x = ExpandedInstance(ids[t], coef[t], step_coef[t], sq[pos[t]])
-            state, m, upd = learner.step(state, x, y[pos[t]], valid[t])
+            state, m, upd = learner.step_block(state, x, y[pos[t]], kbb, valid[t])
             return state, (m if record else None, upd)
 
         return jax.lax.scan(visit, state, jnp.arange(pos.shape[0]))
@@ -247,7 +257,8 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         capacity: support-vector slots of the kernel modes; None (default): the number of
             distinct training vectors, which always suffices. A fit that runs out raises
             `InputError` (or, traced, returns `RESULTS.capacity_exceeded`).
-        block_size: examples per block in `"block"`, `"splitting"` and `"slicing"` modes
+        block_size: examples per block in `"block"`, `"splitting"`, `"slicing"` and
+            `"explicit"` modes
             (margins against the model at the block start in one batch, then in-block
             corrections).
         record: keep every visit's margin in `stats["margins"]`.
@@ -397,7 +408,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             val = np.asarray(X.values)
             idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
             sq = jnp.asarray(np.sum(val != 0, axis=1), dt)
-            size = min(CHUNK_VISITS, n * epochs)
+            size = -(-min(CHUNK_VISITS, n * epochs) // block_size) * block_size
             order, mask = _stream(orders, size)
             common = common_part(X, degree, F, keys)
             idx_j = jnp.asarray(idx, jnp.int32)
@@ -409,7 +420,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
                 kept = _conjunction_ids(common, padded.reshape(-1, rows, idx.shape[1]))[:n]
             state, ms, upds = _run_conjunctions(
                 learner, common, state, idx_j, sq, y, jnp.asarray(order), jnp.asarray(mask),
-                record, kept)
+                record, kept, block_size)
         w = state.w.astype(dt) / SCALE if exact else state.w
         finite = jnp.all(jnp.isfinite(w))
         code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)
