@@ -100,7 +100,11 @@ def parse_opal(text: str) -> dict:
 
 def median_of(runs: list[dict], key: str):
     values = [r[key] for r in runs if r.get(key) is not None]
-    return statistics.median(values) if values else None
+    if not values:
+        return None
+    if all(isinstance(v, int) for v in values):  # counts: one of the runs' values
+        return statistics.median_low(values)
+    return statistics.median(values)
 
 
 def main(argv=None) -> int:
