@@ -22,7 +22,8 @@ recorded figures of issue 21 (opal on this machine kind, 2026-11-23, under load)
 
     python experiments/bench_pa.py [--opal /work/opal-build/bin/opal
         --opal-polyk /work/opal-build/bin/opal-polyk --pecco /work/opal-build/bin/pecco]
-        [--datasets conj2,ud,boundary] [--degrees 2,3] [--repeats 3]
+        [--datasets conj2,ud,boundary] [--degrees 2,3] [--repeats 3] [--jkern-repeats R]
+        [--degree-modes 3:slicing] [--classify-mode slicing]
 """
 
 from __future__ import annotations
@@ -119,6 +120,13 @@ def main(argv=None) -> int:
                     help=f"among {JKERN_MODES}")
     ap.add_argument("--opal-modes", default=",".join(OPAL_MODES), help=f"among {OPAL_MODES}")
     ap.add_argument("--repeats", type=int, default=3, help="runs of each; medians reported")
+    ap.add_argument("--jkern-repeats", type=int, default=None,
+                    help="runs of each jkern mode (default --repeats)")
+    ap.add_argument("--degree-modes", default="",
+                    help="jkern modes per degree, overriding --jkern-modes there, e.g. "
+                         "'3:slicing' (at d = 3 only the mode known fastest)")
+    ap.add_argument("--classify-mode", default="slicing",
+                    help="the jkern kernel mode whose model is expanded and timed beside pecco")
     ap.add_argument("--pure-repeats", type=int, default=1,
                     help="runs of the pure kernels (long)")
     ap.add_argument("--C", type=float, default=1.0, help="PA-I's C")
@@ -144,6 +152,13 @@ def main(argv=None) -> int:
     jmodes = [m for m in args.jkern_modes.split(",") if m]
     omodes = [m for m in args.opal_modes.split(",") if m] if args.opal else []
 
+    out = Path(args.out_dir)
+
+    def save() -> Path:
+        """The result so far (rewritten after every row: a stopped run keeps its rows)."""
+        return write_result(out, "bench_pa", rows, argv, ratios=ratios,
+                            settings={k: v for k, v in vars(args).items()})
+
     for ds in [d for d in args.datasets.split(",") if d]:
         train, test = pa_dataset(ds, args.data_dir, cache, max_train=args.max_train,
                                  max_test=args.max_test)
@@ -155,11 +170,15 @@ def main(argv=None) -> int:
         print(f"\n== {ds}: {len(train.labels):,} train / {len(test.labels):,} test", flush=True)
         for d in [None, *degrees]:
             group: list[dict] = []
-            for system, modes in (("opal", omodes), ("jkern", jmodes)):
+            per_degree = dict(item.split(":") for item in args.degree_modes.split(",") if item)
+            jmodes_d = per_degree[str(d)].split("+") if str(d) in per_degree else jmodes
+            for system, modes in (("opal", omodes), ("jkern", jmodes_d)):
                 for mode in modes:
                     if (mode == "linear") != (d is None):
                         continue
-                    repeats = args.pure_repeats if mode == "pure" else args.repeats
+                    repeats = (args.pure_repeats if mode == "pure" else
+                               args.jkern_repeats or args.repeats if system == "jkern" else
+                               args.repeats)
                     runs = []
                     for _ in range(repeats):
                         if system == "opal":
@@ -194,6 +213,7 @@ def main(argv=None) -> int:
                     rows.append(row)
                     group.append(row)
                     _print_row(row)
+                    save()
             if d is not None:
                 ratios.extend(_ratios(ds, d, group, args.opal is not None))
         if args.pecco and args.opal:
@@ -206,9 +226,7 @@ def main(argv=None) -> int:
               f"opal {r['opal_mode']} CPU {r['opal_cpu_s']:.2f} s ({r['opal_source']}): "
               f"fit x{r['fit_ratio']:.2f}, process x{r['process_ratio']:.2f}; jkern accuracy "
               f"{r['jkern_accuracy']:.4f}, opal {r['opal_accuracy']:.4f}")
-    out = Path(args.out_dir)
-    path = write_result(out, "bench_pa", rows, argv, ratios=ratios,
-                        settings={k: v for k, v in vars(args).items()})
+    path = save()
     groups = [f"{r['dataset']} d={r['degree']}" for r in ratios]
     if groups:
         plot_bars(out / "bench_pa.png", groups,
@@ -260,7 +278,8 @@ def _ratios(ds: str, d: int, group: list[dict], local: bool) -> list[dict]:
 
 
 def _pecco(args, ds: str, degrees: list[int], paths, stem: Path, poly: str) -> list[dict]:
-    """opal's split model saved, then classified by pecco (PKE, -t 1)."""
+    """opal's split model saved, then classified by pecco (PKE, -t 1); beside it jkern's
+    `ExpandedModel` of a --classify-mode model."""
     rows = []
     for d in degrees:
         model = f"{stem}.d{d}.opal"
@@ -274,7 +293,8 @@ def _pecco(args, ds: str, degrees: list[int], paths, stem: Path, poly: str) -> l
             fig, _, err, status = run_process([args.pecco, "-t", "1", model, str(paths[1])],
                                               args.timeout)
             runs.append({**fig, **parse_opal(err)})
-        spec = {"dataset": ds, "model": "splitting", "degree": d, "data_dir": args.data_dir,
+        spec = {"dataset": ds, "model": args.classify_mode, "degree": d,
+                "data_dir": args.data_dir,
                 "cache_dir": str(stem.parent.parent), "C": args.C, "epochs": args.epochs,
                 "block": 32, "svm_C": 1.0, "max_train": args.max_train,
                 "max_test": args.max_test, "pure_timing": False}
