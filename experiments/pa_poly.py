@@ -262,9 +262,10 @@ def main(argv=None) -> int:
                     help="the largest size-sweep training set the pure kernel runs on")
     ap.add_argument("--timeout", type=float, default=3600.0,
                     help="seconds a row may run before it is stopped (recorded unfinished)")
-    ap.add_argument("--merge", default=None, metavar="JSON",
-                    help="an earlier pa_poly.json whose rows this run does not produce are "
-                         "kept (run the table and the sweeps, or data sets, separately)")
+    ap.add_argument("--merge", default=None, metavar="JSON[,JSON...]",
+                    help="earlier pa_poly.json files whose rows this run does not produce "
+                         "are kept, the first file's where two have one (run the table and "
+                         "the sweeps, or data sets, separately)")
     ap.add_argument("--cache-dir", default=None,
                     help="data cache (the parsed UD task) and the runs' traces (default "
                          "<tmp>/jkern-pa-poly)")
@@ -286,24 +287,26 @@ def main(argv=None) -> int:
     degrees = [int(d) for d in args.degrees.split(",") if d]
     rows: list[dict] = []
     out = Path(args.out_dir)
-    earlier = None
-    if args.merge:  # read now: the result file is rewritten after every row
-        earlier = json.loads(Path(args.merge).read_text())
+    # read now: the result file is rewritten after every row
+    earlier = [json.loads(Path(f).read_text()) for f in (args.merge or "").split(",") if f]
 
     def save() -> Path:
         """The result so far (rewritten after every row: a stopped run keeps its rows)."""
         kept: list[dict] = []
-        merged = None
-        if earlier is not None:
-            produced = {_row_key(r) for r in rows}
-            kept = [r for r in earlier["rows"] if _row_key(r) not in produced]
-            merged = {"command": earlier["environment"]["command"],
-                      "date": earlier["environment"]["date"],
-                      "rows_kept": len(kept), "merged_from": earlier.get("merged_from")}
+        merged = []
+        seen = {_row_key(r) for r in rows}
+        for e in earlier:
+            mine = [r for r in e["rows"] if _row_key(r) not in seen]
+            seen |= {_row_key(r) for r in mine}
+            kept += mine
+            merged.append({"command": e["environment"]["command"],
+                           "date": e["environment"]["date"], "rows_kept": len(mine),
+                           "merged_from": e.get("merged_from")})
         every = kept + rows
         table = [r for r in every if r["part"] == "table"]
         return write_result(out, "pa_poly", every, argv,
-                            settings=vars(args) | {"worker": None}, merged_from=merged,
+                            settings=vars(args) | {"worker": None},
+                            merged_from=merged or None,
                             speedups=speedups(table))
 
     def record(row: dict, part: str) -> None:
