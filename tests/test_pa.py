@@ -95,8 +95,9 @@ def test_modes_match_reference(degree):
     assert got == [tuple(sorted(s)) for s in ref.support]
 
 
-@pytest.mark.parametrize("mode", ["kernel", "block", "splitting", "slicing", "explicit",
-                                  "linear"])
+@pytest.mark.parametrize("mode", ["kernel", pytest.param("block", marks=pytest.mark.slow),
+                                  "splitting", pytest.param("slicing", marks=pytest.mark.slow),
+                                  "explicit", "linear"])
 def test_shuffled_and_averaged_match_reference(mode):
     X, y = _random_binary(21, n=40)
     key = jax.random.key(3)
