@@ -1,0 +1,121 @@
+"""Issue 23's list of bad inputs, a test per row: each gets a `jkern.errors` exception with a
+message saying what to pass, never a silent model or a raw error from inside JAX."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jkern
+from jkern import svm
+from jkern.errors import InputError, ModelFileError
+from jkern.trees import TreeParseError, parse_penn
+
+K4 = np.eye(4) + 0.1
+TREES = [parse_penn(t) for t in ("(S (A a))", "(S (B b))", "(S (A a)(B b))", "(S (C c))")]
+
+
+def test_a_binary_learner_refuses_one_class():
+    with pytest.raises(InputError, match="both classes"):
+        svm.ksvm(K4, [1, 1, 1, 1])
+    with pytest.raises(InputError, match="both classes"):
+        svm.cpa(TREES, [1, 1, 1, 1], kernel=jkern.SST(0.4))
+    with pytest.raises(InputError, match="both classes"):
+        svm.dcd(np.ones((4, 2)), [-1, -1, -1, -1], key=jax.random.key(0))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_grams_and_features_are_refused(bad):
+    gram = K4.copy()
+    gram[0, 1] = bad
+    with pytest.raises(InputError, match="NaN or inf"):
+        svm.ksvm(gram, [1, -1, 1, -1])
+    x = np.ones((4, 3))
+    x[2, 1] = bad
+    with pytest.raises(InputError, match="NaN or inf"):
+        svm.dcd(x, [1, -1, 1, -1], key=jax.random.key(0))
+    for kernel in (jkern.Linear(), jkern.Polynomial(2), jkern.RBF(0.5)):
+        with pytest.raises(InputError, match="NaN or inf"):
+            kernel.gram(x)
+        with pytest.raises(InputError, match="NaN or inf"):
+            kernel.gram(np.ones((2, 3)), x)
+
+
+@pytest.mark.parametrize("lam", [-1.0, 0.0, float("nan"), float("inf"), 1.5])
+def test_decay_factors_outside_zero_one_are_refused(lam):
+    for make in (lambda: jkern.ST(lam), lambda: jkern.SST(lam), lambda: jkern.PTK(lam, 0.4),
+                 lambda: jkern.PTK(0.4, lam)):
+        with pytest.raises(InputError, match=r"decay factor: it must be in \(0, 1\]"):
+            make()
+    assert float(jkern.SST(1.0).lam) == 1.0  # the boundary is allowed
+
+
+def test_a_traced_decay_is_checked_when_the_kernel_runs():
+    @jax.jit
+    def k(lam):
+        return jkern.SST(lam).lam * 2
+
+    assert float(k(0.5)) == 1.0
+    with pytest.raises(Exception, match="decay factor"):
+        jax.block_until_ready(k(-0.5))
+
+
+def test_vector_kernel_parameters():
+    with pytest.raises(InputError, match="gamma must be a finite number > 0"):
+        jkern.RBF(0.0)
+    with pytest.raises(InputError, match="gamma must be a finite number > 0"):
+        jkern.Polynomial(2, gamma=-1.0)
+    with pytest.raises(InputError, match="coef0 must be a finite number >= 0"):
+        jkern.Polynomial(2, coef0=-0.5)
+    with pytest.raises(InputError, match="degree must be a positive int"):
+        jkern.Polynomial(0)
+
+
+def test_a_kernel_block_of_the_wrong_width_names_the_shape():
+    model = svm.ksvm(K4, [1, -1, 1, -1]).model
+    with pytest.raises(InputError, match=r"trained on 4 inputs: pass K\(test, train\) of "
+                                         r"shape \[m, 4\]"):
+        model.predict(np.ones((2, 3)))
+
+
+def test_an_empty_training_set_is_an_input_error():
+    with pytest.raises(InputError, match="at least 2 examples"):
+        svm.ksvm(np.zeros((0, 0)), [])
+
+
+def test_parse_penn_takes_a_str():
+    with pytest.raises(InputError, match=r"decode it first"):
+        parse_penn(b"(A x)")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(InputError, match="takes the tree as a str, got int"):
+        parse_penn(3)  # pyright: ignore[reportArgumentType]
+    # a malformed tree is an InputError too, with its location
+    with pytest.raises(InputError, match="<string>:1:"):
+        parse_penn("(S (A a)")
+    assert issubclass(TreeParseError, InputError)
+
+
+def test_foreign_truncated_and_renamed_files_are_not_model_files(tmp_path):
+    model = svm.ksvm(K4, [1, -1, 1, -1]).model
+    good = tmp_path / "m.npz"
+    jkern.save(good, model)
+    raw = good.read_bytes()
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(raw[: len(raw) // 2])
+    renamed = tmp_path / "renamed.npz"
+    np.save(tmp_path / "a.npy", np.ones(3))
+    (tmp_path / "a.npy").rename(renamed)
+    text = tmp_path / "text.npz"
+    text.write_text("hello\n")
+    for path in (truncated, renamed, text):
+        with pytest.raises(ModelFileError, match="not a jkern model file"):
+            jkern.load(path)
+    back = jkern.load(good)
+    np.testing.assert_array_equal(np.asarray(back.predict(K4)), np.asarray(model.predict(K4)))
+
+
+def test_vmap_over_C_still_works_with_the_checks():
+    grid = jax.vmap(lambda c: svm.ksvm(K4, jnp.asarray([1, -1, 1, -1]), C=c).model.coef)(
+        jnp.asarray([0.5, 1.0]))
+    assert grid.shape[0] == 2
