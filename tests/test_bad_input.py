@@ -119,3 +119,46 @@ def test_vmap_over_C_still_works_with_the_checks():
     grid = jax.vmap(lambda c: svm.ksvm(K4, jnp.asarray([1, -1, 1, -1]), C=c).model.coef)(
         jnp.asarray([0.5, 1.0]))
     assert grid.shape[0] == 2
+
+
+TK_TRAIN = "".join(f"{lab} |BT| {tree} |ET|\n" for lab, tree in [
+    ("+1", "(S (A a))"), ("-1", "(S (B b))"), ("+1", "(S (A a)(C c))"), ("-1", "(S (B b)(C c))"),
+    ("+1", "(S (A a)(A a))"), ("-1", "(S (B b)(B b))")])
+
+
+def test_label_zero_beside_plus_minus_one_is_refused(tmp_path):
+    from jkern.trees import read_labels
+
+    path = tmp_path / "t.dat"
+    path.write_text(TK_TRAIN + "0 |BT| (S (C c)) |ET|\n")
+    with pytest.raises(InputError, match=r"t.dat:7: label 0 beside -1 and \+1 marks an "
+                                         r"unlabelled example"):
+        read_labels(path)
+    # 0 and 1 alone are an ordinary binary coding
+    path.write_text("0 |BT| (S (A a)) |ET|\n1 |BT| (S (B b)) |ET|\n")
+    assert read_labels(path) == ["0", "1"]
+
+
+def test_cli_counts_test_labels_the_model_never_saw(tmp_path, capsys):
+    from jkern.cli import main
+
+    train, test = tmp_path / "train.dat", tmp_path / "test.dat"
+    train.write_text(TK_TRAIN)
+    test.write_text("+1 |BT| (S (A a)) |ET|\n3 |BT| (S (B b)) |ET|\n")
+    model, out = tmp_path / "m.npz", tmp_path / "p.tsv"
+    assert main(["train", str(train), "--algo", "ksvm", "--kernel", "sst", "--out",
+                 str(model)]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(model), str(test), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "1 of 2 examples have labels the model never saw, counted as errors: 3" in err
+
+
+def test_cli_says_when_it_uses_fewer_landmarks_than_asked(tmp_path, capsys):
+    from jkern.cli import main
+
+    train = tmp_path / "train.dat"
+    train.write_text(TK_TRAIN)
+    assert main(["train", str(train), "--algo", "dcd", "--kernel", "sst", "--landmarks", "50",
+                 "--out", str(tmp_path / "m.npz")]) == 0
+    assert "--landmarks 50 is more than the 6 trees: using 6" in capsys.readouterr().err
