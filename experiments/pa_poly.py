@@ -262,6 +262,9 @@ def main(argv=None) -> int:
                     help="the largest size-sweep training set the pure kernel runs on")
     ap.add_argument("--timeout", type=float, default=3600.0,
                     help="seconds a row may run before it is stopped (recorded unfinished)")
+    ap.add_argument("--merge", default=None, metavar="JSON",
+                    help="an earlier pa_poly.json whose rows this run does not produce are "
+                         "kept (run the table and the sweeps, or data sets, separately)")
     ap.add_argument("--cache-dir", default=None,
                     help="data cache (the parsed UD task) and the runs' traces (default "
                          "<tmp>/jkern-pa-poly)")
@@ -282,11 +285,32 @@ def main(argv=None) -> int:
     models = [m for m in args.models.split(",") if m]
     degrees = [int(d) for d in args.degrees.split(",") if d]
     rows: list[dict] = []
+    out = Path(args.out_dir)
+    earlier = None
+    if args.merge:  # read now: the result file is rewritten after every row
+        earlier = json.loads(Path(args.merge).read_text())
+
+    def save() -> Path:
+        """The result so far (rewritten after every row: a stopped run keeps its rows)."""
+        kept: list[dict] = []
+        merged = None
+        if earlier is not None:
+            produced = {_row_key(r) for r in rows}
+            kept = [r for r in earlier["rows"] if _row_key(r) not in produced]
+            merged = {"command": earlier["environment"]["command"],
+                      "date": earlier["environment"]["date"],
+                      "rows_kept": len(kept), "merged_from": earlier.get("merged_from")}
+        every = kept + rows
+        table = [r for r in every if r["part"] == "table"]
+        return write_result(out, "pa_poly", every, argv,
+                            settings=vars(args) | {"worker": None}, merged_from=merged,
+                            speedups=speedups(table))
 
     def record(row: dict, part: str) -> None:
         row["part"] = part
         rows.append(row)
         print_table([row])
+        save()
 
     for ds in [d for d in args.datasets.split(",") if d]:
         ran_linear = False
@@ -299,12 +323,16 @@ def main(argv=None) -> int:
                     ran_linear = True
                 if m == "svm" and str(d) not in args.svm_degrees.split(","):
                     continue
-                trace = traces / f"{ds}-d{d}-{m}.npz"
+                tag = f"n{args.max_train}-t{args.max_test}-e{args.epochs}-C{args.C:g}"
+                trace = traces / f"{ds}-d{d}-{m}-{tag}.npz"
                 trace.unlink(missing_ok=True)
                 row = _run({**base, "dataset": ds, "model": m, "degree": d,
                             "trace": str(trace)}, args.timeout)
                 if m == "pure" and row["finished"]:
                     reference = trace
+                if reference is None:  # the pure kernel's trace from an earlier run
+                    earlier_pure = traces / f"{ds}-d{d}-pure-{tag}.npz"
+                    reference = earlier_pure if earlier_pure.is_file() else None
                 if row["finished"] and m not in ("linear", "svm"):
                     row["same_model"] = _same(trace, reference)
                 record(row, "table")
@@ -326,20 +354,23 @@ def main(argv=None) -> int:
             row = _run(spec, args.timeout)
             record(row, "size_sweep")
 
-    table = [r for r in rows if r["part"] == "table"]
+    path = save()
+    every = json.loads(path.read_text())["rows"]  # with the merged rows
+    table = [r for r in every if r["part"] == "table"]
     print("\nthe table")
     print_table(table)
-    gains = speedups(table)
-    for g in gains:
+    for g in speedups(table):
         print(f"{g['dataset']} d={g['degree']}: fastest exact mode {g['fastest']} "
               f"{g['seconds']:.2f} s, pure kernel {g['pure_seconds']:.2f} s: "
               f"x{g['speedup']:.1f} (accuracy {g['accuracy']:.4f} vs {g['pure_accuracy']:.4f})")
-    out = Path(args.out_dir)
-    path = write_result(out, "pa_poly", rows, argv, settings=vars(args) | {"worker": None},
-                        speedups=gains)
-    _plots(out, rows)
+    _plots(out, every)
     print(f"\nwrote {path}")
     return 0
+
+
+def _row_key(r: dict) -> tuple:
+    return (r["part"], r["dataset"], r["model"], r["degree"], r.get("n_common_asked"),
+            r.get("n_train"))
 
 
 def _plots(out: Path, rows: list[dict]) -> None:
