@@ -162,3 +162,41 @@ def test_cli_says_when_it_uses_fewer_landmarks_than_asked(tmp_path, capsys):
     assert main(["train", str(train), "--algo", "dcd", "--kernel", "sst", "--landmarks", "50",
                  "--out", str(tmp_path / "m.npz")]) == 0
     assert "--landmarks 50 is more than the 6 trees: using 6" in capsys.readouterr().err
+
+
+def _flat(labels) -> str:
+    return "(S " + " ".join(f"(N {w})" for w in labels) + ")"
+
+
+def test_wide_nodes_match_the_reference():
+    """Nodes past the old limit of 256 children (a flat bag of words): exact against the
+    plain-Python references."""
+    import reference_kernels as R
+
+    rng = np.random.default_rng(0)
+    texts = [_flat(rng.choice(["a", "b", "c", "d"], size=n).tolist()) for n in (260, 4, 3)]
+    trees = [parse_penn(t) for t in texts]
+    refs = [R.parse_bracket(t) for t in texts]
+    for name, kernel, ref in (("sst", jkern.SST(0.1), lambda a, b: R.sst(a, b, 0.1)),
+                              ("ptk", jkern.PTK(0.1, 0.4), lambda a, b: R.ptk(a, b, 0.1, 0.4))):
+        got = np.asarray(kernel.gram(trees, dtype="float64"))
+        want = np.array([[ref(a, b) for b in refs] for a in refs])
+        np.testing.assert_allclose(got, want, rtol=1e-10, err_msg=name)
+
+
+def test_a_ten_thousand_child_node():
+    """SST takes a 10,000-child node (K(t, t) of a root over n equal preterminals is
+    lam (1 + lam)^n + n^2 lam); PTK refuses it with the reason, above its documented limit
+    of 2,048 children, and takes 2,048."""
+    n, lam = 10_000, 0.01
+    wide = parse_penn(_flat(["a"] * n))
+    got = float(jkern.SST(lam).gram([wide], dtype="float64")[0, 0])
+    want = lam * (1 + lam) ** n + n * n * lam
+    assert abs(got - want) <= 1e-9 * want
+    with pytest.raises(InputError, match="at most 2,048 children"):
+        jkern.PTK(0.1, 0.4).gram([wide])
+    from jkern.kernels._engine import MAX_ARITY
+
+    assert MAX_ARITY["subseq"] == 2048
+    edge = parse_penn(_flat(["a", "b"] * 1024))
+    assert np.isfinite(np.asarray(jkern.PTK(0.1, 0.1).gram([edge]))).all()
