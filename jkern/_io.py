@@ -33,6 +33,7 @@ import numpy as np
 from ._validate import is_traced
 from ._version import __version__
 from .errors import InputError, JkernError, ModelFileError
+from .trees._errors import TreeParseError
 from .trees._penn import parse_penn
 from .trees._svmlight import Example
 from .trees._tree import Tree
@@ -286,7 +287,10 @@ def _decode(node: Any, where: str, reader: _Reader, by_name: dict[str, type]) ->
     if "array" in node:
         return reader.array(node, where)
     if "tree" in node:
-        return parse_penn(node["tree"], source=f"{reader.source}:{where}")
+        try:
+            return parse_penn(node["tree"], source=f"{reader.source}:{where}")
+        except TreeParseError as err:  # a tree the writer checked: the file was altered
+            raise _Corrupt(str(err)) from err
     if "tuple" in node or "list" in node:
         kind = tuple if "tuple" in node else list
         items = node[kind.__name__]

@@ -54,6 +54,18 @@ def positive(name: str, value: Any, dtype: Any) -> Array:
                         f"{name} must be a finite number > 0")
 
 
+def nonnegative(name: str, value: Any, dtype: Any) -> Array:
+    """`value` as a `dtype` scalar, required finite and >= 0 (e.g. a kernel's coef0)."""
+    v = concrete(value)
+    if v is not None:
+        if v.ndim != 0 or not (np.isfinite(v) and v >= 0):
+            raise InputError(f"{name} must be a finite number >= 0, got {v.tolist()}")
+        return jnp.asarray(value, dtype)
+    value = jnp.asarray(value, dtype)
+    return eqx.error_if(value, ~(jnp.isfinite(value) & (value >= 0)),
+                        f"{name} must be a finite number >= 0")
+
+
 def positive_int(name: str, value: Any) -> int:
     """A static positive integer option (max_iter, epochs, ...)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:

@@ -16,6 +16,10 @@ class InputError(JkernError, ValueError):
     """An argument, file or value the caller gave is not valid input."""
 
 
+# jkern.trees.TreeParseError (malformed tree or example text, with file:line:column) is an
+# InputError too; it lives beside the readers.
+
+
 class ModelFileError(InputError):
     """A file given to `jkern.load` is not a jkern model file this version can read."""
 

@@ -91,5 +91,12 @@ def run(args: argparse.Namespace) -> int:
     summary = f"predict: {len(trees)} trees -> {args.out}"
     if gold is not None:
         summary += f", accuracy {jkern.metrics.accuracy(gold, predicted):.4f}"
+        known = {str(c) for c in classes}
+        unseen = [g for g in gold if str(g) not in known]
+        if unseen:  # counted as errors by the accuracy: say so
+            names = sorted({str(g) for g in unseen})
+            summary += (f" ({len(unseen)} of {len(gold)} examples have labels the model "
+                        f"never saw, counted as errors: {', '.join(names[:5])}"
+                        f"{', ...' if len(names) > 5 else ''})")
     say(args, f"{summary} in {time.perf_counter() - t0:.2f} s")
     return EXIT_OK

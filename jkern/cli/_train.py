@@ -177,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
 
             kernel = kernel_from_arguments(args)
             m = min(args.landmarks, len(trees))  # at most one landmark per tree
+            if m < args.landmarks:
+                say(args, f"--landmarks {args.landmarks} is more than the {len(trees)} "
+                          f"trees: using {m} (one per tree)")
             with compute_errors(), phase(options["progress"], f"Nystrom projector, {m} "
                                          "landmarks"):
                 proj = jkern.fit_nystrom(kernel, trees, landmarks=m, key=key, **options)

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._validate import is_traced
+from ..errors import InputError
 from ..trees._forest import Forest, concat_ranges
 from ._recurrences import (
     DeviceForest,
@@ -39,7 +40,7 @@ from ._recurrences import (
 )
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
-_CLASSES = np.array([0, 1, 2, 4, 8, 16, 32, 64, 128, 256], np.int64)
+_CLASSES = np.array([0] + [2**i for i in range(15)], np.int64)  # up to 16,384
 # The recurrences compile one program per pair of arity classes (q's, v's). Coarser pairs
 # (both sides rounded up to 1, 4, 16, 64 or 256 children past 4) halved the programs when each
 # cost 60-90 ms to build; with executables loaded from disk (~10 ms each) the padding cost
@@ -72,10 +73,26 @@ _BUFFER_SIZES: dict[tuple, set[int]] = {}
 _SIZES_LOCK = threading.Lock()
 
 
-def _arity_class(arity: np.ndarray) -> np.ndarray:
+# The most cells (child pairs) one entry of a recurrence may take at once: a node pair's
+# [a, b] child-pair table in the subsequence family (PTK, SPTK) must fit, so those kernels
+# take nodes of at most 2,048 children (2,048^2 = 2^22 cells, 32 MiB in float64); the
+# aligned family (ST, SST) works on [a] and takes every class.
+_MAX_CELLS = 1 << 22
+MAX_ARITY = {"aligned": int(_CLASSES[-1]), "subseq": 2048}
+
+
+def _arity_class(arity: np.ndarray, family: str) -> np.ndarray:
     top = int(arity.max(initial=0))
-    if top > _CLASSES[-1]:
-        raise ValueError(f"nodes with more than {_CLASSES[-1]} children are not supported yet")
+    limit = MAX_ARITY[family]
+    if top > limit:
+        node = int(np.argmax(arity))
+        what = ("PTK and SPTK compare every pair of children of two nodes (a table of "
+                f"a x b cells), and take nodes of at most {limit:,} children"
+                if family == "subseq" else
+                f"ST and SST take nodes of at most {limit:,} children")
+        raise InputError(f"a node has {top:,} children (node {node} of the forest): {what}; "
+                         "split the node (e.g. group a flat bag of words under "
+                         "intermediate nodes)")
     return np.searchsorted(_CLASSES, arity).astype(np.int64)
 
 
@@ -198,7 +215,7 @@ class GramEngine:
         self.plan = plan
         self.dtype = jnp.dtype(dtype)
         f = forest
-        self._aclass = _arity_class(f.arity)
+        self._aclass = _arity_class(f.arity, plan.family)
         key = plan.key.astype(np.int32)
         vec_index = plan.vec_index if plan.vec_index is not None else np.full_like(key, -1)
         # Device arrays padded to a few lengths: the compiled recurrences depend on their
@@ -821,4 +838,6 @@ def _sub_chunk(a_pad: int, b_pad: int) -> int:
     """Entries computed at once for an arity-class pair: a power of two, about _STEP_CELLS
     cells, at least _MIN_STEP entries."""
     cells = max(1, a_pad * b_pad)
+    if cells * _MIN_STEP > _MAX_CELLS:  # past 256 children: bound the working set instead
+        return max(1, _MAX_CELLS // cells)
     return max(_MIN_STEP, _STEP_CELLS >> max(0, (cells - 1).bit_length()))

@@ -26,7 +26,8 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._programs import program_stats
-from .._validate import is_traced
+from .._validate import concrete, is_traced
+from ..errors import InputError
 from ..trees._forest import Forest
 from ..trees._svmlight import Example
 from ..trees._tree import Tree
@@ -188,6 +189,21 @@ def _as_param(x: Any) -> jax.Array:
     return jnp.asarray(x, dtype=float)
 
 
+def _decay(name: str, x: Any) -> jax.Array:
+    """A decay factor (λ, μ) as a parameter: finite and in (0, 1]. Concrete values are
+    checked now (`InputError`); traced ones (a vmapped grid) by `eqx.error_if` when the
+    kernel is evaluated."""
+    v = concrete(x)
+    if v is not None:
+        if not np.all(np.isfinite(v) & (v > 0) & (v <= 1)):
+            raise InputError(f"{name} is a decay factor: it must be in (0, 1], got "
+                             f"{v.tolist()}")
+        return _as_param(x)
+    p = _as_param(x)
+    return eqx.error_if(p, ~jnp.all(jnp.isfinite(p) & (p > 0) & (p <= 1)),
+                        f"{name} is a decay factor: it must be in (0, 1]")
+
+
 class ST(AbstractTreeKernel):
     """Subtree kernel (Vishwanathan & Smola): counts shared complete subtrees, decay lam.
 
@@ -201,7 +217,7 @@ class ST(AbstractTreeKernel):
     tree_index: int = eqx.field(static=True)
 
     def __init__(self, lam: Any = 0.4, *, tree_index: int = 0):
-        self.lam = _as_param(lam)
+        self.lam = _decay("lam", lam)
         self.tree_index = tree_index
 
     def match_plan(self, forest):
@@ -225,7 +241,7 @@ class SST(AbstractTreeKernel):
     tree_index: int = eqx.field(static=True)
 
     def __init__(self, lam: Any = 0.4, *, tree_index: int = 0):
-        self.lam = _as_param(lam)
+        self.lam = _decay("lam", lam)
         self.tree_index = tree_index
 
     def match_plan(self, forest):
@@ -243,7 +259,7 @@ class SSTBow(AbstractTreeKernel):
     tree_index: int = eqx.field(static=True)
 
     def __init__(self, lam: Any = 0.4, *, tree_index: int = 0):
-        self.lam = _as_param(lam)
+        self.lam = _decay("lam", lam)
         self.tree_index = tree_index
 
     def match_plan(self, forest):
@@ -276,14 +292,14 @@ class PTK(AbstractTreeKernel):
 
     def __init__(self, lam: Any = 0.4, mu: Any = 0.4, *, max_subseq: int | None = None,
                  tree_index: int = 0):
-        self.lam = _as_param(lam)
-        self.mu = _as_param(mu)
+        self.lam = _decay("lam", lam)
+        self.mu = _decay("mu", mu)
         self.max_subseq = max_subseq
         self.tree_index = tree_index
 
     def __check_init__(self):
         if self.max_subseq is not None and self.max_subseq < 1:
-            raise ValueError(f"max_subseq must be >= 1 or None, got {self.max_subseq}")
+            raise InputError(f"max_subseq must be >= 1 or None, got {self.max_subseq}")
 
     def match_plan(self, forest):
         return MatchPlan("subseq", forest.label.astype(np.int32), len(forest.vocab),
@@ -349,14 +365,14 @@ class SPTK(AbstractTreeKernel):
         norms = jnp.linalg.norm(vectors, axis=1, keepdims=True)
         self.vectors = jnp.where(norms > 0, vectors / jnp.where(norms > 0, norms, 1), 0)
         self.vocab = tuple(vocab)
-        self.lam = _as_param(lam)
-        self.mu = _as_param(mu)
+        self.lam = _decay("lam", lam)
+        self.mu = _decay("mu", mu)
         self.threshold = _as_param(threshold)
         if gamma is not None and not is_traced(gamma):
             if not np.all(np.asarray(gamma) > 0):
-                raise ValueError(f"gamma must be > 0, got {gamma}")
+                raise InputError(f"gamma must be > 0, got {gamma}")
             if not is_traced(threshold) and np.any(np.asarray(threshold) != 0):
-                raise ValueError("threshold applies to the cosine similarity only; with gamma "
+                raise InputError("threshold applies to the cosine similarity only; with gamma "
                                  "(the Gaussian similarity) leave it at 0")
         self.gamma = None if gamma is None else _as_param(gamma)
         self.max_subseq = max_subseq

@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._validate import finite, nonnegative, positive, positive_int
+from ..errors import InputError
 from ..trees._svmlight import Example
 from ._base import AbstractKernel, check_options, into_out, resolve_dtype
 
@@ -26,7 +28,12 @@ def _dense(x1: Any, x2: Any, vector_index: int, dtype) -> tuple[jnp.ndarray, jnp
         a = jnp.asarray(x1, dtype)
         b = None if x2 is None else jnp.asarray(x2, dtype)
         if a.ndim != 2 or (b is not None and (b.ndim != 2 or b.shape[1] != a.shape[1])):
-            raise ValueError("vector kernels take [n, d] arrays with the same d on both sides")
+            raise InputError("vector kernels take [n, d] arrays with the same d on both "
+                             f"sides, got shapes {a.shape} and "
+                             f"{None if b is None else b.shape}")
+        finite("x1", a)
+        if b is not None:
+            finite("x2", b)
         return a, b
     groups = [x1] if x2 is None else [x1, x2]
     sparse = []
@@ -34,7 +41,7 @@ def _dense(x1: Any, x2: Any, vector_index: int, dtype) -> tuple[jnp.ndarray, jnp
         rows = []
         for i, ex in enumerate(g):
             if not isinstance(ex, Example):
-                raise TypeError(f"item {i}: expected an Example, got {type(ex).__name__}")
+                raise InputError(f"item {i}: expected an Example, got {type(ex).__name__}")
             rows.append(ex.vectors[vector_index] if vector_index < len(ex.vectors) else ())
         sparse.append(rows)
     dim = 1 + max((idx for rows in sparse for r in rows for idx, _ in r), default=0)
@@ -44,6 +51,7 @@ def _dense(x1: Any, x2: Any, vector_index: int, dtype) -> tuple[jnp.ndarray, jnp
         for i, r in enumerate(rows):
             for idx, val in r:
                 m[i, idx] += val
+        finite("the examples' vectors", m)
         dense.append(jnp.asarray(m, dtype))
     return dense[0], (dense[1] if x2 is not None else None)
 
@@ -92,11 +100,9 @@ class Polynomial(AbstractVectorKernel):
 
     def __init__(self, degree: int = 2, gamma: Any = 1.0, coef0: Any = 1.0, *,
                  vector_index: int = 0):
-        if degree < 1:
-            raise ValueError(f"degree must be >= 1, got {degree}")
-        self.degree = degree
-        self.gamma = jnp.asarray(gamma, float)
-        self.coef0 = jnp.asarray(coef0, float)
+        self.degree = positive_int("degree", degree)
+        self.gamma = positive("gamma", gamma, float)
+        self.coef0 = nonnegative("coef0", coef0, float)  # >= 0: a positive definite kernel
         self.vector_index = vector_index
 
     def _gram(self, a, b):
@@ -111,7 +117,7 @@ class RBF(AbstractVectorKernel):
     vector_index: int = eqx.field(static=True)
 
     def __init__(self, gamma: Any = 1.0, *, vector_index: int = 0):
-        self.gamma = jnp.asarray(gamma, float)
+        self.gamma = positive("gamma", gamma, float)
         self.vector_index = vector_index
 
     def _gram(self, a, b):

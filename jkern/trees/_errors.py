@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..errors import InputError
 
-class TreeParseError(ValueError):
+
+class TreeParseError(InputError):
     """Malformed tree input, located at a 1-based line and column of a named source.
 
     `str(err)` is a single line `source:line:column: problem`, the shape compilers and
@@ -18,8 +20,8 @@ class TreeParseError(ValueError):
     >>> err = TreeParseError("qc.tsv", 3, 17, "unmatched ')'")
     >>> str(err)
     "qc.tsv:3:17: unmatched ')'"
-    >>> isinstance(err, ValueError), err.line, err.column
-    (True, 3, 17)
+    >>> isinstance(err, InputError), isinstance(err, ValueError), err.line, err.column
+    (True, True, 3, 17)
     """
 
     source: str

@@ -183,4 +183,13 @@ def read_labels(path: str | os.PathLike[str], column: str | None = None) -> list
     if kind != "svmlight":
         raise InputError(f"{path}: no labels (use SVM-Light-TK lines or a TSV with a label "
                          "column)")
-    return [format(e.label, "g") for _, e in _svmlight_examples(lines, str(path))]
+    examples = list(_svmlight_examples(lines, str(path)))
+    labels = [format(e.label, "g") for _, e in examples]
+    if "0" in labels and "-1" in labels:
+        # SVM-light's convention: +1 / -1 examples, 0 an unlabelled one (transductive
+        # training), not a third class
+        at = next(i for (i, _), lab in zip(examples, labels) if lab == "0")
+        raise InputError(f"{path}:{at}: label 0 beside -1 and +1 marks an unlabelled example "
+                         "(SVM-light's transductive mode), which jkern does not train on: "
+                         "remove these lines or give them a class")
+    return labels

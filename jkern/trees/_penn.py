@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 
+from ..errors import InputError
 from ._errors import TreeParseError, position, quote
 from ._tree import Tree
 
@@ -50,6 +51,12 @@ def parse_penn(text: str, *, source: str = "<string>", line: int = 1, column: in
     ...     print(err)
     a.txt:4:7: text after the tree: 'y'
     """
+
+    if not isinstance(text, str):
+        hint = " (decode it first: text.decode('utf-8'))" if isinstance(
+            text, (bytes, bytearray)) else ""
+        raise InputError(f"parse_penn takes the tree as a str, got {type(text).__name__}"
+                         f"{hint}")
 
     def fail(offset: int, problem: str) -> TreeParseError:
         return TreeParseError(source, *position(text, offset, line, column), problem)
