@@ -263,9 +263,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=3600.0,
                     help="seconds a row may run before it is stopped (recorded unfinished)")
     ap.add_argument("--merge", default=None, metavar="JSON[,JSON...]",
-                    help="earlier pa_poly.json files whose rows this run does not produce "
-                         "are kept, the first file's where two have one (run the table and "
-                         "the sweeps, or data sets, separately)")
+                    help="earlier pa_poly.json files whose finished rows this run does not "
+                         "produce are kept, the first file's where two have one (run the "
+                         "table and the sweeps, or data sets, separately)")
     ap.add_argument("--cache-dir", default=None,
                     help="data cache (the parsed UD task) and the runs' traces (default "
                          "<tmp>/jkern-pa-poly)")
@@ -296,7 +296,8 @@ def main(argv=None) -> int:
         merged = []
         seen = {_row_key(r) for r in rows}
         for e in earlier:
-            mine = [r for r in e["rows"] if _row_key(r) not in seen]
+            mine = [r for r in e["rows"]
+                    if _row_key(r) not in seen and r.get("finished", True)]
             seen |= {_row_key(r) for r in mine}
             kept += mine
             merged.append({"command": e["environment"]["command"],
