@@ -3,6 +3,7 @@ bit (exact mode) at d = 1, 2, 3 on random, synthetic and boundary vectors, for s
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from data_paths import SHARED_DATA, require
@@ -174,12 +175,26 @@ def test_errors():
 
 def test_explicit_mode_in_chunks_of_visits(monkeypatch):
     import jkern.pa._fit as fit_module
+    import jkern.pa._slice as slice_module
 
     monkeypatch.setattr(fit_module, "CHUNK_VISITS", 16)  # 150 visits: 10 chunks, padded
+    # and every example's conjunction ids searched once in chunks of 16 rows (kept_ids)
+    monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)
     X, y = _random_binary(3)
     ref = pa_reference(_rows(X), y.tolist(), degree=3, epochs=EPOCHS, exact=True)
     sol = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit", record=True)
     _check_same(sol, ref, alpha=False, atol=0)
+    for mode in MODES:  # splitting and slicing on the kept ids, in file and shuffled order
+        sol = fit(X, y, degree=3, epochs=EPOCHS, mode=mode, record=True, n_common=3)
+        _check_same(sol, ref, atol=0)
+    orders = fit(X, y, degree=3, epochs=EPOCHS, mode="block", shuffle=True,
+                 key=jax.random.key(5)).stats["order"]
+    shuffled = pa_reference(_rows(X), y.tolist(), degree=3, epochs=EPOCHS, exact=True,
+                            orders=np.asarray(orders).tolist())
+    for mode in ("splitting", "explicit"):
+        sol = fit(X, y, degree=3, epochs=EPOCHS, mode=mode, record=True, n_common=3,
+                  shuffle=True, key=jax.random.key(5))
+        assert np.asarray(sol.stats["updated"]).reshape(-1).tolist() == shuffled.updated
     path = require(SHARED_DATA / "srl" / "boundary_5000.dat")
     data = parse_sparse_lines(path.read_text(encoding="utf-8").splitlines()[:60])
     ref = pa_reference(_rows(data.features), data.labels.tolist(), degree=3, epochs=2,

@@ -38,8 +38,8 @@ from ._explicit import (
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
-from ._slice import CHUNK_VISITS, IDS_BYTES, fit_split
-from ._split import CommonPart, common_part, kernel_int
+from ._slice import CHUNK_VISITS, fit_split, kept_ids
+from ._split import CommonPart, block_kernel, common_part
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -150,13 +150,6 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 
 
 @eqx.filter_jit
-def _conjunction_ids(common: CommonPart, idx):
-    """`[n, K]` the weight ids of every row of `idx` (`[chunks, size, k]`), searched a chunk
-    at a time."""
-    return jax.lax.map(common.ids, idx).reshape(-1, common.n_ids)
-
-
-@eqx.filter_jit
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
                       mask, record: bool, kept_ids, block: int):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
@@ -164,8 +157,6 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     `[n, K]`, when every example's were searched once; else in one batched search), then
     blocks of `block` visits (`ExplicitPA.step_block`)."""
     D = common.keys.shape[0]
-    F = common.n_common
-    dt = state.w.dtype
 
     def chunk(state, args):
         pos, valid = args
@@ -177,11 +168,7 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
                                 for a in (ids, coef, step_coef))
 
         def visit(state, t):
-            rows = idx[pos[t]]
-            present = rows < F
-            shared = jnp.sum((rows[:, None, :, None] == rows[None, :, None, :])
-                             & present[:, None, :, None], axis=(2, 3))
-            kbb = kernel_int(shared, learner.degree, dt)
+            kbb = block_kernel(idx[pos[t]], common.n_common, learner.degree, state.w.dtype)
             x = ExpandedInstance(ids[t], coef[t], step_coef[t], sq[pos[t]])
             state, m, upd = learner.step_block(state, x, y[pos[t]], kbb, valid[t])
             return state, (m if record else None, upd)
@@ -412,15 +399,9 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             order, mask = _stream(orders, size)
             common = common_part(X, degree, F, keys)
             idx_j = jnp.asarray(idx, jnp.int32)
-            # every example's ids searched once, kept for all epochs when they fit
-            kept = None
-            if epochs > 1 and n * common.n_ids * 4 <= IDS_BYTES:
-                rows = min(CHUNK_VISITS, n)
-                padded = jnp.pad(idx_j, ((0, -n % rows), (0, 0)), constant_values=F)
-                kept = _conjunction_ids(common, padded.reshape(-1, rows, idx.shape[1]))[:n]
             state, ms, upds = _run_conjunctions(
                 learner, common, state, idx_j, sq, y, jnp.asarray(order), jnp.asarray(mask),
-                record, kept, block_size)
+                record, kept_ids(common, idx_j, epochs), block_size)
         w = state.w.astype(dt) / SCALE if exact else state.w
         finite = jnp.all(jnp.isfinite(w))
         code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)

@@ -32,17 +32,18 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array
 
 from .._sparse import SparseRows
 from ._data import frequency_order
 from ._split import (
+    CommonPart,
     SplitInstance,
     SplitPA,
     SplitState,
     choose_table,
     common_part,
     first_rows,
-    n_conjunctions,
     posting_starts,
 )
 
@@ -112,23 +113,36 @@ def ensure_room(state: SplitState, need: np.ndarray, events: int) -> SplitState:
     return state
 
 
-@eqx.filter_jit
-def _all_ids(learner: SplitPA, data: SplitInstance, order):
-    return jax.lax.map(lambda pos: learner.common.ids(data.indices[pos]), order)
+def kept_ids(common: CommonPart, indices: Array, epochs: int) -> Array | None:
+    """`[n, K]` the common-conjunction ids of every row of `indices`, searched once (a chunk
+    of CHUNK_VISITS rows at a time) to serve every epoch, when there are several epochs,
+    more rows than one chunk and the ids fit IDS_BYTES; else None, and each chunk of visits
+    searches its own (a single chunk costs less to search again than to compile a second
+    search)."""
+    n, k = indices.shape
+    if epochs < 2 or n <= CHUNK_VISITS or n * common.n_ids * 4 > IDS_BYTES:
+        return None
+    rows = jnp.pad(indices, ((0, -n % CHUNK_VISITS), (0, 0)), mode="edge")
+    return _search_rows(common, rows.reshape(-1, CHUNK_VISITS, k))[:n]
 
 
 @eqx.filter_jit
-def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask, ids,
+def _search_rows(common: CommonPart, rows):
+    return jax.lax.map(common.ids, rows).reshape(-1, common.n_ids)
+
+
+@eqx.filter_jit
+def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask, kept,
          record: bool, block: int):
     """Visit `order` (`[chunks, CHUNK_VISITS]`, `mask` False on padding): per chunk, the
-    common-conjunction ids of its examples (`ids`, `[chunks, CHUNK_VISITS, K]`, when kept
-    from an earlier epoch; else one batched search), then blocks of `block` examples
+    common-conjunction ids of its examples (from `kept`, `[n, K]`, when every example's
+    were searched once; else one batched search), then blocks of `block` examples
     (`SplitPA.step_block`)."""
     size = order.shape[1]
 
     def chunk(state, args):
-        pos, valid, ids = args
-        ids = learner.common.ids(data.indices[pos]) if ids is None else ids
+        pos, valid = args
+        ids = learner.common.ids(data.indices[pos]) if kept is None else kept[pos]
         pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
         ids = ids.reshape(pos.shape + ids.shape[1:])
 
@@ -139,7 +153,7 @@ def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mas
 
         return jax.lax.scan(visit, state, jnp.arange(size // block))
 
-    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask, ids))
+    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask))
     return state, (None if ms is None else ms.reshape(-1), upds.reshape(-1))
 
 
@@ -187,22 +201,13 @@ def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any
 
     in_file_order = chunked(np.arange(n))
     mask = jnp.asarray(np.arange(n + pad).reshape(-1, size) < n)
-    # the conjunction ids of every example, kept for all epochs when they fit IDS_BYTES
-    # (one chunk: searched again each epoch, which costs less than compiling the search)
-    K = n_conjunctions(common.width, degree)
-    keep = in_file_order.shape[0] > 1 and in_file_order.size * K * 4 <= IDS_BYTES
-    ids = _all_ids(learner, data, in_file_order) if keep else None
+    kept = kept_ids(common, data.indices, epochs)
     ms, upds = [], []
     for epoch in range(epochs):
         if need is not None:
             state = ensure_room(state, need, n)
-        visits, ids_e = in_file_order, ids
-        if orders is not None:
-            visits = chunked(orders[epoch])
-            if ids is not None:  # the kept ids, in this epoch's order
-                flat = ids.reshape((-1,) + ids.shape[2:])
-                ids_e = flat[visits.reshape(-1)].reshape(ids.shape)
-        state, (m, u) = _run(learner, state, data, yj, visits, mask, ids_e, record, block)
+        visits = in_file_order if orders is None else chunked(orders[epoch])
+        state, (m, u) = _run(learner, state, data, yj, visits, mask, kept, record, block)
         ms.append(None if m is None else m[:n])
         upds.append(u[:n])
     margins = jnp.stack(ms) if record else None

@@ -231,6 +231,16 @@ def kernel_int(dots: Array, degree: int, dtype: Any) -> Array:
     return (1 + dots.astype(dtype)) ** degree
 
 
+def block_kernel(indices: Int[Array, "B k"], n_features: int, degree: int, dtype: Any
+                 ) -> Array:
+    """`[B, B]` (1 + |x_j ∩ x_t|)^d of a block of binary rows (feature ids, `n_features` or
+    more for absent positions): the in-block corrections of the block modes."""
+    present = indices < n_features
+    shared = jnp.sum((indices[:, None, :, None] == indices[None, :, None, :])
+                     & present[:, None, :, None], axis=(2, 3))
+    return kernel_int(shared, degree, dtype)
+
+
 def walk(lengths: Int[Array, " k"], body, init, group: int = GROUP):
     """Visit the entries of consecutive segments (segment p has `lengths[p]` entries) in
     chunks of `group`: `body(acc, p, i, valid)` with `[group]` arrays of segment positions
@@ -417,11 +427,8 @@ class SplitPA(eqx.Module):
             rare_m, walked = self._splitting_part(state, xs, pos)
         state = state._replace(scratch=pos.at[rows_b, at].set(0, mode="drop"))
         m0 = m0 + rare_m
-        present = xs.indices < F
-        shared = jnp.sum((xs.indices[:, None, :, None] == xs.indices[None, :, None, :])
-                         & present[:, None, :, None], axis=(2, 3))
-        kbb = kernel_int(shared, d, dt)  # [B, B]
-        n_x = jnp.sum(present, axis=1).astype(jnp.result_type(self.C))
+        kbb = block_kernel(xs.indices, F, d, dt)
+        n_x = jnp.sum(xs.indices < F, axis=1).astype(jnp.result_type(self.C))
         cap = state.alpha.shape[0]
 
         same_uid = xs.uid[:, None] == xs.uid[None, :]
