@@ -9,7 +9,7 @@ and a bad one raises `InputError` naming the argument; a traced value (inside `j
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import equinox as eqx
@@ -39,31 +39,32 @@ def concrete(x: Any) -> np.ndarray | None:
         return None
 
 
-def positive(name: str, value: Any, dtype: Any) -> Array:
-    """`value` as a `dtype` scalar, required finite and > 0 (e.g. C, a tolerance)."""
+def in_domain(name: str, value: Any, dtype: Any, inside: Callable[[Any], Any], what: str, *,
+              scalar: bool = True) -> Array:
+    """`value` as `dtype`, required finite and `inside` (`what` says the domain: "must be a
+    finite number > 0"). Concrete values are checked now (`InputError`), traced ones (a
+    vmapped grid) by `eqx.error_if` when the program runs. `scalar`: refuse arrays (vmap
+    over a grid instead)."""
     v = concrete(value)
     if v is not None:
-        if v.ndim != 0:
+        if scalar and v.ndim != 0:
             raise InputError(f"{name} must be a scalar (vmap over a grid of {name}), "
                              f"got shape {v.shape}")
-        if not (np.isfinite(v) and v > 0):
-            raise InputError(f"{name} must be a finite number > 0, got {v}")
+        if not np.all(np.isfinite(v) & inside(v)):
+            raise InputError(f"{name} {what}, got {v if v.ndim == 0 else v.tolist()}")
         return jnp.asarray(value, dtype)
     value = jnp.asarray(value, dtype)
-    return eqx.error_if(value, ~(jnp.isfinite(value) & (value > 0)),
-                        f"{name} must be a finite number > 0")
+    return eqx.error_if(value, ~jnp.all(jnp.isfinite(value) & inside(value)), f"{name} {what}")
+
+
+def positive(name: str, value: Any, dtype: Any) -> Array:
+    """`value` as a `dtype` scalar, required finite and > 0 (e.g. C, a tolerance)."""
+    return in_domain(name, value, dtype, lambda v: v > 0, "must be a finite number > 0")
 
 
 def nonnegative(name: str, value: Any, dtype: Any) -> Array:
     """`value` as a `dtype` scalar, required finite and >= 0 (e.g. a kernel's coef0)."""
-    v = concrete(value)
-    if v is not None:
-        if v.ndim != 0 or not (np.isfinite(v) and v >= 0):
-            raise InputError(f"{name} must be a finite number >= 0, got {v.tolist()}")
-        return jnp.asarray(value, dtype)
-    value = jnp.asarray(value, dtype)
-    return eqx.error_if(value, ~(jnp.isfinite(value) & (value >= 0)),
-                        f"{name} must be a finite number >= 0")
+    return in_domain(name, value, dtype, lambda v: v >= 0, "must be a finite number >= 0")
 
 
 def positive_int(name: str, value: Any) -> int:

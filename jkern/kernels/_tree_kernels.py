@@ -26,7 +26,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._programs import program_stats
-from .._validate import concrete, is_traced
+from .._validate import in_domain, is_traced
 from ..errors import InputError
 from ..trees._forest import Forest
 from ..trees._svmlight import Example
@@ -190,18 +190,9 @@ def _as_param(x: Any) -> jax.Array:
 
 
 def _decay(name: str, x: Any) -> jax.Array:
-    """A decay factor (λ, μ) as a parameter: finite and in (0, 1]. Concrete values are
-    checked now (`InputError`); traced ones (a vmapped grid) by `eqx.error_if` when the
-    kernel is evaluated."""
-    v = concrete(x)
-    if v is not None:
-        if not np.all(np.isfinite(v) & (v > 0) & (v <= 1)):
-            raise InputError(f"{name} is a decay factor: it must be in (0, 1], got "
-                             f"{v.tolist()}")
-        return _as_param(x)
-    p = _as_param(x)
-    return eqx.error_if(p, ~jnp.all(jnp.isfinite(p) & (p > 0) & (p <= 1)),
-                        f"{name} is a decay factor: it must be in (0, 1]")
+    """A decay factor (λ, μ) as a parameter: finite and in (0, 1]."""
+    return in_domain(name, x, float, lambda v: (v > 0) & (v <= 1),
+                     "is a decay factor: it must be in (0, 1]", scalar=False)
 
 
 class ST(AbstractTreeKernel):
