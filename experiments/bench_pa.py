@@ -84,6 +84,18 @@ def opal_command(args, mode: str, degree: int, train: Path, test: Path,
             str(test)]
 
 
+def run_jkern(args, poly: str, cache: Path, dataset: str, mode: str, degree: int, *,
+              classify_timing: bool = True) -> tuple[dict, dict | None]:
+    """One jkern fit in a fresh process (`pa_poly.py --worker`): wait4's figures and the
+    worker's row (None when it failed or ran past --timeout). `classify_timing`: also time
+    the expanded model's classification of the test set."""
+    spec = {"dataset": dataset, "model": mode, "degree": degree, "data_dir": args.data_dir,
+            "cache_dir": str(cache), "C": args.C, "epochs": args.epochs, "block": 32,
+            "svm_C": 1.0, "max_train": args.max_train, "max_test": args.max_test,
+            "classify_timing": classify_timing, "pure_timing": False}
+    return run_measured([sys.executable, poly, "--worker", json.dumps(spec)], args.timeout)
+
+
 def parse_opal(text: str) -> dict:
     """Accuracy and support vectors from opal's (or pecco's) stderr."""
     out: dict = {}
@@ -188,15 +200,8 @@ def main(argv=None) -> int:
                             fig, _, err, status = run_process(cmd, args.timeout)
                             run = {**fig, **parse_opal(err), "status": status}
                         else:
-                            spec = {"dataset": ds, "model": mode, "degree": d or 1,
-                                    "data_dir": args.data_dir, "cache_dir": str(cache),
-                                    "C": args.C, "epochs": args.epochs, "block": 32,
-                                    "svm_C": 1.0, "max_train": args.max_train,
-                                    "max_test": args.max_test, "classify_timing": False,
-                                    "pure_timing": False}
-                            fig, res = run_measured(
-                                [sys.executable, poly, "--worker", json.dumps(spec)],
-                                args.timeout)
+                            fig, res = run_jkern(args, poly, cache, ds, mode, d or 1,
+                                                 classify_timing=False)
                             run = {**fig, **(res or {}), "status": 0 if res else 1}
                         runs.append(run)
                         if not run["finished"] or run["status"]:
@@ -293,13 +298,7 @@ def _pecco(args, ds: str, degrees: list[int], paths, stem: Path, poly: str) -> l
             fig, _, err, status = run_process([args.pecco, "-t", "1", model, str(paths[1])],
                                               args.timeout)
             runs.append({**fig, **parse_opal(err)})
-        spec = {"dataset": ds, "model": args.classify_mode, "degree": d,
-                "data_dir": args.data_dir,
-                "cache_dir": str(stem.parent.parent), "C": args.C, "epochs": args.epochs,
-                "block": 32, "svm_C": 1.0, "max_train": args.max_train,
-                "max_test": args.max_test, "pure_timing": False}
-        _, res = run_measured([sys.executable, poly, "--worker", json.dumps(spec)],
-                              args.timeout)
+        _, res = run_jkern(args, poly, stem.parent.parent, ds, args.classify_mode, d)
         if res is not None:
             rows.append({"system": "jkern", "dataset": ds, "model": "expanded", "degree": d,
                          "runs": 1, "finished": True, "classify_us": res["classify_us"],
