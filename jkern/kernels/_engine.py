@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._unique import sorted_unique
 from .._validate import is_traced
 from ..errors import InputError
 from ..trees._forest import Forest, concat_ranges
@@ -411,7 +412,7 @@ class GramEngine:
     def _make_columns(self, col_trees: np.ndarray) -> _Columns:
         plan, stored = self.plan, self._stored
         c_node, c_tree, c_count = self._occurrences(col_trees)
-        members = np.unique(c_node[stored[c_node]])
+        members = sorted_unique(c_node[stored[c_node]])
         m_key = plan.key[members].astype(np.int64)
         order = np.lexsort((self._aclass[members], m_key))
         members, m_key = members[order], m_key[order]
@@ -441,7 +442,7 @@ class GramEngine:
         stored column node of its match group (`cols.members`, sorted by group then arity
         class). Returns (rows, r_key, r_off, row_off); the slot of Delta(q, v) is
         `row_off[q] + cols.pos[v]`."""
-        rows = np.unique(row_nodes[self._stored[row_nodes]])
+        rows = sorted_unique(row_nodes[self._stored[row_nodes]])
         r_key = self.plan.key[rows].astype(np.int64)
         r_len = cols.group_len[r_key]
         r_off = _FIRST_SLOT + np.cumsum(r_len) - r_len
@@ -565,14 +566,14 @@ class GramEngine:
         node times the stored column nodes of its match group."""
         group_len = self._columns(col_trees).group_len
         row, _, _ = self._occurrences(np.asarray(row_trees, np.int64))
-        rows = np.unique(row[self._stored[row]])
+        rows = sorted_unique(row[self._stored[row]])
         return _FIRST_SLOT + 1 + int(group_len[self.plan.key[rows]].astype(np.int64).sum())
 
     def diag_slots(self, trees: np.ndarray) -> int:
         """Buffer slots `diag_block(trees)` needs (its layout: stored nodes times their match
         group), so callers can size blocks to the buffer already in use."""
         node, _, _ = self._occurrences(np.asarray(trees, np.int64))
-        nodes = np.unique(node[self._stored[node]])
+        nodes = sorted_unique(node[self._stored[node]])
         per_key = np.bincount(self.plan.key[nodes], minlength=self.plan.n_keys).astype(np.int64)
         return _FIRST_SLOT + 1 + int(per_key @ per_key)
 

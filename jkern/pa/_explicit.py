@@ -38,6 +38,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._labels import sign_labels
 from .._sparse import SparseRows
+from .._unique import merge_unique, sorted_unique
 from ..errors import InputError
 from ._kernel import decide
 
@@ -57,17 +58,21 @@ def conjunction_coefficients(degree: int) -> tuple[int, ...]:
                      for k in range(j, degree + 1)) for j in range(degree + 1))
 
 
-def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int,
+                      below: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every conjunction of 1..d features of every row as an int64 key Σ_i (f_i + 1) base^i
     over its sorted features (-1 for combinations that touch padding), and each column's
     conjunction size. The empty conjunction (key 0) is column 0. Features the keys cannot
-    name (ids >= base - 1) count as absent, and the columns are cut to the most features a
-    row keeps. `X` may be a pair of host arrays (indices, values)."""
+    name (ids >= base - 1), or ids >= `below`, count as absent, and the columns are cut to
+    the most features a row keeps. `X` may be a pair of host arrays (indices, values).
+
+    A key's digits are its features, the top digit its largest: keys sort by size, then by
+    largest feature, whatever the base (`rebase`, `largest_feature`)."""
     if isinstance(X, SparseRows):
         X = (np.asarray(X.indices), np.asarray(X.values))
     idx = X[0].astype(np.int64)
-    present = (X[1] != 0) & (idx < base - 1)
+    cut = base - 1 if below is None else min(base - 1, below)
+    present = (X[1] != 0) & (idx < cut)
     order = np.argsort(np.where(present, idx, np.iinfo(np.int64).max), axis=1, kind="stable")
     width = int(present.sum(axis=1).max(initial=0))
     idx = np.take_along_axis(idx, order, axis=1)[:, :width]
@@ -232,29 +237,86 @@ def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None
         chunk: keys enumerated at a time.
     """
     d = X.n_features if n_common is None else n_common
-    base = _base(d, degree)
+    keys, complete = distinct_keys(X, degree, _base(d, degree), d, limit=limit, chunk=chunk)
+    return keys if complete else None
+
+
+def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
+                  limit: int | None = None, chunk: int = 1 << 22) -> tuple[np.ndarray, bool]:
+    """(the sorted distinct keys in `base` of the conjunctions of features below `below`
+    of `X`'s rows, complete?). With `limit`, the enumeration stops once more than `limit`
+    keys are found, returning those found so far (a subset of the table) and False.
+
+    Where every key is below BITMAP_KEYS the keys found are marked in a byte map (a
+    scatter; N = 511 at d = 3), else each chunk's are sorted and merged."""
     idx, val = np.asarray(X.indices), np.asarray(X.values)
-    width = int(np.sum((val != 0) & (idx < d), axis=1).max(initial=0))
+    width = int(np.sum((val != 0) & (idx < below), axis=1).max(initial=0))
     per_row = sum(math.comb(width, j) for j in range(degree + 1))
     step = max(1, chunk // per_row)
+    space = min(base, below + 1) ** degree  # keys are below this
+    seen = np.zeros(space, bool) if space <= BITMAP_KEYS else None
     table = np.zeros(1, np.int64)  # ∅
     parts: list[np.ndarray] = []
     pending = 0
     # merge the chunks' distinct keys now and then (memory), and check the limit then
-    merge_at = max(chunk, 2 * limit if limit is not None else 0)
+    merge_at = chunk if limit is None else min(chunk, max(limit // 2, 1))
     for start in range(0, len(idx), step):
         keys, _ = _conjunction_keys((idx[start:start + step], val[start:start + step]),
-                                    degree, base)
-        part = np.unique(keys[keys >= 0])
+                                    degree, base, below)
+        keys = keys[keys >= 0]
+        if seen is not None:
+            seen[keys] = True
+            pending += len(keys)
+            if limit is not None and pending > merge_at:
+                pending = 0
+                if np.count_nonzero(seen) > limit:
+                    return np.flatnonzero(seen), False
+            continue
+        part = sorted_unique(keys)
         parts.append(part)
         pending += len(part)
         last = start + step >= len(idx)
         if pending > merge_at or last or (limit is not None and len(part) > limit):
-            table = np.unique(np.concatenate([table, *parts]))
+            table = merge_unique([table, *parts])
             parts, pending = [], 0
             if limit is not None and len(table) > limit:
-                return None
-    return table
+                return table, False
+    if seen is not None:
+        seen[0] = True
+        table = np.flatnonzero(seen)
+        return table, limit is None or len(table) <= limit
+    return table, True
+
+
+def largest_feature(keys: np.ndarray, base: int) -> np.ndarray:
+    """The largest feature of each key (its top digit − 1; −1 for ∅, key 0)."""
+    keys = np.asarray(keys, np.int64)
+    top = np.zeros_like(keys)
+    power = 1
+    while True:  # the digit at `power` is the top one for keys in [power, power * base)
+        at = (keys >= power) & (keys // base < power)
+        top = np.where(at, keys // power, top)
+        if power > np.iinfo(np.int64).max // base or not np.any(keys >= power * base):
+            break
+        power *= base
+    return top - 1
+
+
+def rebase(keys: np.ndarray, base: int, new_base: int) -> np.ndarray:
+    """The same conjunctions keyed in `new_base` (every feature below new_base − 1): a
+    sorted array stays sorted."""
+    keys = np.asarray(keys, np.int64)
+    out = np.zeros_like(keys)
+    rest = keys.copy()
+    power = 1
+    while np.any(rest):
+        out += (rest % base) * power
+        rest //= base
+        power *= new_base
+    return out
+
+
+BITMAP_KEYS = 1 << 27  # distinct_keys marks keys in a byte map up to this many (128 MiB)
 
 
 def _base(n_features: int, degree: int) -> int:

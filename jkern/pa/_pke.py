@@ -79,7 +79,7 @@ class ExpandedModel(eqx.Module):
         if m == 0:
             return jnp.zeros((0,), self.weights.dtype)
         width = self.width_of(X)
-        table = CommonPart(self.table.keys, self.table.n_common, width, self.table.degree)
+        table = self.table.with_width(width)
         B = max(1, min(block, m))
         pad = -m % B
         # rows padded to whole blocks and to at least `width` columns (the conjunctions
@@ -153,7 +153,8 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     all_w = np.concatenate(weight_parts) if weight_parts else np.zeros(1)
     keys, inv = np.unique(all_keys, return_inverse=True)
     w = np.bincount(inv, weights=all_w, minlength=len(keys))
-    table = CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), N, width, degree)
+    table = CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), N, width,
+                        degree).bucketed()
     dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32  # pyright: ignore
     return ExpandedModel(jnp.asarray(np.minimum(rank, N), jnp.int32),
                          jnp.asarray(np.concatenate([w, [0.0]]), dtype), table, n_features)

@@ -48,7 +48,7 @@ from ._split import (
 )
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
-IDS_BYTES = 256 * 2**20  # keep every example's conjunction ids when they fit
+IDS_BYTES = 2**30  # keep every example's conjunction ids when they fit
 
 
 def prefix_nodes(indices: np.ndarray, n_common: int, n_features: int
@@ -188,7 +188,6 @@ def fit_split(X: SparseRows, y: Any, uids: np.ndarray, n_vectors: int, *, C: Any
     state = learner.init(capacity=capacity, width=idx.shape[1], n_vectors=n_vectors,
                          post_start=starts, n_nodes=n_nodes,
                          n_events=1 << (2 * n - 1).bit_length() if slicing else 0,
-                         block=block,
                          dtype=dtype)
     data = SplitInstance(jnp.asarray(idx), jnp.asarray(uids), jnp.asarray(nodes))
     need = np.bincount(idx[(idx >= n_common) & (idx < F)], minlength=F) if slicing else None

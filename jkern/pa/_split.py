@@ -26,7 +26,7 @@ of one; `fit` scans blocks):
   vectors, so it never overflows); a new support vector appends its slot to its rare
   features' segments. A block walks the segments of all its examples' rare features in
   fixed chunks of `GROUP` entries (a `fori_loop` over ceil(entries / GROUP) chunks; an
-  entry's overlap with its example read from a dense per-block scratch of positions) and
+  entry's overlap with its example by comparing their k feature ids pairwise) and
   counts a support vector once, at the first of x's rare features it holds;
 - a block's margins are computed against the model at the block start; a sequential scan
   then adds the in-block corrections Σ_{j<t updated} Δα_j (1 + |x_j ∩ x_t|)^d and decides
@@ -50,7 +50,15 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._sparse import SparseRows
 from ..errors import InputError
-from ._explicit import conjunction_coefficients, conjunction_table
+from ._explicit import (
+    BITMAP_KEYS,
+    _base,
+    conjunction_coefficients,
+    conjunction_table,
+    distinct_keys,
+    largest_feature,
+    rebase,
+)
 from ._kernel import claim_slot, decide
 
 GROUP = 64  # index entries per chunk of the rare-feature walk
@@ -92,8 +100,6 @@ class SplitState(NamedTuple):
         event_alpha: (slicing) `[E]` its Δα.
         n_events: (slicing) events logged.
         walked: index entries visited so far (the kernel part's work).
-        scratch: `[block, n_features + 1]` zeros between steps: 1 + the position of each
-            feature in each example of the current block.
     """
 
     sv_indices: Int[Array, "cap k"]
@@ -112,7 +118,6 @@ class SplitState(NamedTuple):
     event_alpha: Array
     n_events: Int[Array, ""]
     walked: Int[Array, ""]
-    scratch: Int[Array, "b f1"]
 
 
 def choose_n_common(X: SparseRows, degree: int, budget: int) -> int:
@@ -128,18 +133,41 @@ def choose_n_common(X: SparseRows, degree: int, budget: int) -> int:
 
 def choose_table(X: SparseRows, degree: int, budget: int) -> tuple[int, np.ndarray]:
     """`choose_n_common`'s N and its table. As opal: every feature first, then halving N
-    to 2^i − 1 while the table is too big (a too-big table stops being enumerated as soon
-    as it passes the budget)."""
+    to 2^i − 1 while the table is too big.
+
+    Every enumeration (of a sample of the rows first, a cheap test, then of all; a too-big
+    table stops being enumerated as soon as it passes the budget) keys the conjunctions in
+    the base of all features, so the keys it found bound the table of every smaller N from
+    below (the keys whose largest feature is below N): a candidate already known to be too
+    big is skipped without enumerating anything."""
     limit = budget // TABLE_BYTES
-    n = X.n_features
-    sample = X.rows(np.arange(0, len(X), 8))  # its table is a subset: a cheap first test
-    while n > 0:
-        fits = len(X) < 64 or conjunction_table(sample, degree, n_common=n,
-                                                limit=limit) is not None
-        keys = conjunction_table(X, degree, n_common=n, limit=limit) if fits else None
-        if keys is not None:
-            return n, keys
-        n = (1 << (n.bit_length() - 1)) - 1 if n & (n + 1) else n // 2  # 2^i - 1 below
+    F = X.n_features
+    full_base = _base(F, degree)
+    candidates = [F] + [(1 << i) - 1 for i in range(F.bit_length(), 0, -1) if (1 << i) - 1 < F]
+    sizes = np.asarray(candidates, np.int64)
+    known = np.zeros(len(candidates), np.int64)  # lower bounds of the table sizes
+
+    def learn(keys: np.ndarray, base: int) -> None:
+        # ∅ (largest feature −1) is in every table
+        below = np.searchsorted(np.sort(largest_feature(keys, base)), sizes, side="left")
+        np.maximum(known, below, out=known)
+
+    def enumerate_(rows: SparseRows, n: int) -> tuple[np.ndarray, int, bool]:
+        # in N's own base when its keys fit a byte map, else in the base of all features
+        b = _base(n, degree) if _base(n, degree) ** degree <= BITMAP_KEYS else full_base
+        keys, fits = distinct_keys(rows, degree, b, n, limit=limit)
+        learn(keys, b)
+        return keys, b, fits
+
+    sample = X.rows(np.arange(0, len(X), 8))
+    for i, n in enumerate(candidates):
+        if known[i] > limit:
+            continue
+        if len(X) >= 64 and not enumerate_(sample, n)[2]:
+            continue
+        keys, b, fits = enumerate_(X, n)
+        if fits:
+            return n, rebase(keys, b, _base(n, degree))
     return 0, np.zeros(1, np.int64)
 
 
@@ -163,22 +191,67 @@ def combinations(width: int, degree: int) -> tuple[np.ndarray, ...]:
 class CommonPart(eqx.Module):
     """The explicit part: keys of the common conjunctions and how to find an example's.
 
+    A key is found by a binary search in its bucket (the keys sharing its high bits,
+    `bucket_start`; about one key per bucket, so a few probes instead of log2 D), or, with
+    no buckets, in the whole table. `bucketed()` adds them.
+
     Attributes:
         keys: `[D]` sorted keys Σ_i (f_i + 1) base^i of the common conjunctions (∅ = 0).
+        bucket_start: `[n_buckets + 1]` where the keys of each bucket (key >> shift) start,
+            or None (search the whole table).
         n_common: N (static); base = N + 1.
         width: positions of a row that can hold common features (static).
         degree: d (static).
+        shift: the bits below the bucket number (static).
+        probes: binary-search steps that find a key in its bucket (static).
     """
 
     keys: Int[Array, " D"]
     n_common: int = eqx.field(static=True)
     width: int = eqx.field(static=True)
     degree: int = eqx.field(static=True)
+    bucket_start: Int[Array, " nb1"] | None = None
+    shift: int = eqx.field(static=True, default=0)
+    probes: int = eqx.field(static=True, default=0)
 
     @property
     def n_ids(self) -> int:
         """K: the conjunctions of ≤ d of `width` positions (∅ included), `ids`' last axis."""
         return n_conjunctions(self.width, self.degree)
+
+    def bucketed(self) -> CommonPart:
+        """This table with buckets of its keys' high bits (host): between one and two
+        buckets per key."""
+        keys = np.asarray(self.keys).astype(np.int64)
+        top = int(keys[-1]) + 1 if len(keys) else 1
+        shift = max(0, (top - 1).bit_length() - max(len(keys) - 1, 1).bit_length())
+        n_buckets = ((top - 1) >> shift) + 1
+        start = np.searchsorted(keys, np.arange(n_buckets + 1, dtype=np.int64) << shift)
+        probes = int(np.diff(start).max(initial=0)).bit_length()
+        return CommonPart(self.keys, self.n_common, self.width, self.degree,
+                          jnp.asarray(start, jnp.int32), shift, probes)
+
+    def with_width(self, width: int) -> CommonPart:
+        """The same table searched over `width` positions of a row."""
+        return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
+                          self.shift, self.probes)
+
+    def find(self, key: Array) -> Array:
+        """The position of each key in the table (of some other key where absent:
+        compare)."""
+        D = self.keys.shape[0]
+        if self.bucket_start is None:
+            return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1)
+        n_buckets = self.bucket_start.shape[0] - 1
+        b = jnp.clip(key >> self.shift, 0, n_buckets - 1)  # keys beyond the table: not found
+        lo, hi = self.bucket_start[b], self.bucket_start[b + 1]
+        for _ in range(self.probes):  # lower bound of key in keys[lo:hi]
+            mid = (lo + hi) >> 1
+            below = self.keys[jnp.minimum(mid, D - 1)] < key
+            open_ = lo < hi
+            lo = jnp.where(open_ & below, mid + 1, lo)
+            hi = jnp.where(open_ & ~below, mid, hi)
+        return jnp.minimum(lo, D - 1)
 
     def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
         """The weight ids of x's common conjunctions (∅ first, then by size over the static
@@ -188,17 +261,19 @@ class CommonPart(eqx.Module):
         base = self.n_common + 1
         f = indices[..., :self.width]
         common = f < self.n_common
-        ids = [jnp.zeros(f.shape[:-1] + (1,), jnp.int32)]
+        keys = [jnp.zeros(f.shape[:-1] + (1,), self.keys.dtype)]  # ∅
+        oks = [jnp.ones(f.shape[:-1] + (1,), bool)]
         for j, combo in enumerate(combinations(self.width, self.degree), 1):
             if combo.size == 0:
                 break
             fs = f[..., combo].astype(self.keys.dtype)  # [..., nc, j], ascending
-            ok = jnp.all(common[..., combo], axis=-1)
-            key = sum((fs[..., i] + 1) * base ** i for i in range(j))
-            pos = jnp.minimum(jnp.searchsorted(self.keys, key), D - 1)
-            found = ok & (self.keys[pos] == key)
-            ids.append(jnp.where(found, pos, D).astype(jnp.int32))
-        return jnp.concatenate(ids, axis=-1)
+            oks.append(jnp.all(common[..., combo], axis=-1))
+            keys.append(sum((fs[..., i] + 1) * base ** i for i in range(j)))
+        # one search for all sizes, on keys computed once (not re-fused into every probe)
+        key = jax.lax.optimization_barrier(jnp.concatenate(keys, axis=-1))
+        ok = jnp.concatenate(oks, axis=-1)
+        pos = self.find(key)
+        return jnp.where(ok & (self.keys[pos] == key), pos, D).astype(jnp.int32)
 
     def coefficients(self, ids: Int[Array, " K"], dtype: Any) -> Array:
         """c_|U| for each id from `ids` (0 for the sink)."""
@@ -223,7 +298,7 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
                          "x64 (jax.config.update('jax_enable_x64', True)) or pass a smaller "
                          "n_common")
     return CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
-                      degree)
+                      degree).bucketed()
 
 
 def kernel_int(dots: Array, degree: int, dtype: Any) -> Array:
@@ -239,6 +314,17 @@ def block_kernel(indices: Int[Array, "B k"], n_features: int, degree: int, dtype
     shared = jnp.sum((indices[:, None, :, None] == indices[None, :, None, :])
                      & present[:, None, :, None], axis=(2, 3))
     return kernel_int(shared, degree, dtype)
+
+
+def positions_in(rows: Int[Array, "G k"], xs: Int[Array, "G k"], n_features: int
+                 ) -> Int[Array, "G k"]:
+    """1 + the position in `xs[g]` of each feature of `rows[g]` (0: absent or padding),
+    by comparing the k × k pairs: no per-feature scratch, whatever the number of
+    features."""
+    k = xs.shape[1]
+    eq = (rows[:, :, None] == xs[:, None, :]) & (rows < n_features)[:, :, None]
+    at = jnp.arange(1, k + 1, dtype=jnp.int32)
+    return jnp.max(jnp.where(eq, at, 0), axis=2)
 
 
 def walk(lengths: Int[Array, " k"], body, init, group: int = GROUP):
@@ -282,12 +368,10 @@ class SplitPA(eqx.Module):
     slicing: bool = eqx.field(static=True, default=False)
 
     def init(self, *, capacity: int, width: int, n_vectors: int, post_start: np.ndarray,
-             n_nodes: int = 0, n_events: int = 0, block: int = 1, dtype: Any = None
-             ) -> SplitState:
+             n_nodes: int = 0, n_events: int = 0, dtype: Any = None) -> SplitState:
         """An empty model; `post_start`: the index's segment starts and total
         (`posting_starts`, n_features + 1 entries; the index's size is rounded up to a power
-        of two); slicing: `n_nodes` prefix-trie nodes and room for `n_events` updates;
-        scratch for blocks of up to `block` examples."""
+        of two); slicing: `n_nodes` prefix-trie nodes and room for `n_events` updates."""
         dtype = jnp.result_type(self.C) if dtype is None else dtype
         adt = jnp.int64 if self.exact else dtype
         F = self.n_features
@@ -308,7 +392,6 @@ class SplitPA(eqx.Module):
             n_events=jnp.zeros((), jnp.int32),
             walked=jnp.zeros((), jnp.int64 if jax.config.jax_enable_x64  # pyright: ignore
                              else jnp.int32),
-            scratch=jnp.zeros((max(block, 1), F + 1), jnp.int32),
         )
 
     def _rare(self, x: SplitInstance) -> tuple[Array, Array]:
@@ -316,7 +399,7 @@ class SplitPA(eqx.Module):
         rare = (x.indices >= self.common.n_common) & (x.indices < self.n_features)
         return rare, jnp.where(rare, x.indices, 0)
 
-    def _splitting_part(self, state: SplitState, xs: SplitInstance, pos: Array
+    def _splitting_part(self, state: SplitState, xs: SplitInstance
                         ) -> tuple[Array, Array]:
         """For each example of the block: Σ over support vectors sharing a rare feature
         with x of α_s [k(s, x) − k(s, x_C)], each counted at the first of x's rare features
@@ -331,7 +414,7 @@ class SplitPA(eqx.Module):
             b, p = bp // k, bp % k
             s = state.post[state.post_start[f[bp]] + i]
             rows = state.sv_indices[s]  # [G, k], padding F
-            q = pos[b[:, None], rows]  # 1 + the position in x_b (0: absent)
+            q = positions_in(rows, xs.indices[b], self.n_features)
             hit = q > 0
             dot = jnp.sum(hit, axis=1)
             dot_c = jnp.sum(hit & (rows < N), axis=1)
@@ -341,7 +424,7 @@ class SplitPA(eqx.Module):
 
         return walk(lengths, body, jnp.zeros((B,), dt)), jnp.sum(lengths)
 
-    def _slicing_part(self, state: SplitState, xs: SplitInstance, pos: Array
+    def _slicing_part(self, state: SplitState, xs: SplitInstance
                       ) -> tuple[Array, Array, Array, Array, Array]:
         """For each example of the block: Σ over x's rare positions j of the partial margin
         of the prefix x^j, its trie node's cached value plus the updates logged since its
@@ -361,7 +444,8 @@ class SplitPA(eqx.Module):
         def body(acc, bp, i, valid):
             b, p = bp // k, bp % k
             entry = state.post[state.post_start[f[bp]] + seen[bp] + i]
-            q = pos[b[:, None], state.sv_indices[state.events[entry]]]  # [G, k]
+            q = positions_in(state.sv_indices[state.events[entry]], xs.indices[b],
+                             self.n_features)  # [G, k]
             # |s ∩ x^p|: s's features among x's first p + 1 (it holds feature p itself)
             a = jnp.sum((q > 0) & (q <= p[:, None] + 1), axis=1)
             term = state.event_alpha[entry] * (kernel_int(a, d, dt) - kernel_int(a - 1, d, dt))
@@ -409,23 +493,14 @@ class SplitPA(eqx.Module):
         ids = self.common.ids(xs.indices) if ids is None else ids
         coef = self.common.coefficients(ids, dt)
         m0 = jnp.sum(coef * state.w[ids], axis=1)
-        # pos[b, f] = 1 + the position of feature f in example b (padding never written)
-        if state.scratch.shape[0] < B:
-            raise InputError(f"a block of {B} examples needs init(block={B}) or more")
-        rows_b = jnp.arange(B)[:, None]
-        at = jnp.where(xs.indices < F, xs.indices, F + 1)
-        k = xs.indices.shape[1]
-        pos = state.scratch.at[rows_b, at].set(jnp.arange(1, k + 1, dtype=jnp.int32),
-                                               mode="drop")
         if self.slicing:
-            rare_m, walked, node, partial, count = self._slicing_part(state, xs, pos)
+            rare_m, walked, node, partial, count = self._slicing_part(state, xs)
             # examples sharing a node computed the same value from the same state
             state = state._replace(
                 node_margin=state.node_margin.at[node].set(partial, mode="drop"),
                 node_seen=state.node_seen.at[node].set(count, mode="drop"))
         else:
-            rare_m, walked = self._splitting_part(state, xs, pos)
-        state = state._replace(scratch=pos.at[rows_b, at].set(0, mode="drop"))
+            rare_m, walked = self._splitting_part(state, xs)
         m0 = m0 + rare_m
         kbb = block_kernel(xs.indices, F, d, dt)
         n_x = jnp.sum(xs.indices < F, axis=1).astype(jnp.result_type(self.C))

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from .._unique import sorted_unique
 from ._tree import Tree
 
 
@@ -315,7 +316,7 @@ def _levels(arity: np.ndarray, kids: np.ndarray) -> Iterator[np.ndarray]:
         up = parent[level]
         up = up[up >= 0]
         np.subtract.at(waiting, up, 1)
-        up = np.unique(up)
+        up = sorted_unique(up)
         level = up[waiting[up] == 0]
 
 
