@@ -20,6 +20,22 @@ class InputError(JkernError, ValueError):
 # InputError too; it lives beside the readers.
 
 
+class TreeInputError(InputError):
+    """A tree the kernel cannot take (a node wider than the kernel's limit).
+
+    Attributes:
+        tree: that tree (the object the caller passed), or None when unknown.
+        index: its position in the collection the kernel was given, or None.
+    """
+
+    def __init__(self, message: str, *, tree: object = None, index: int | None = None,
+                 node: int | None = None) -> None:
+        super().__init__(message)
+        self.tree = tree
+        self.index = index
+        self.node = node  # the forest node at fault (engine internal)
+
+
 class ModelFileError(InputError):
     """A file given to `jkern.load` is not a jkern model file this version can read."""
 

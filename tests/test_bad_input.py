@@ -200,3 +200,22 @@ def test_a_ten_thousand_child_node():
     assert MAX_ARITY["subseq"] == 2048
     edge = parse_penn(_flat(["a", "b"] * 1024))
     assert np.isfinite(np.asarray(jkern.PTK(0.1, 0.1).gram([edge]))).all()
+
+
+def test_a_too_wide_node_names_its_tree_and_file_line(tmp_path, capsys):
+    """Past a kernel's arity limit: an input error naming the tree (library) and its file
+    and line (CLI, exit 2)."""
+    from jkern.cli import main
+    from jkern.errors import TreeInputError
+
+    wide = _flat(["a", "b"] * 1500)  # 3,000 children: above PTK's 2,048
+    trees = [parse_penn("(S (A a))"), parse_penn(wide), parse_penn("(S (B b))")]
+    with pytest.raises(TreeInputError, match=r"tree 1 \(0-based\).*3,000 children") as info:
+        jkern.PTK(0.1, 0.4).gram(trees)
+    assert info.value.tree is trees[1] and info.value.index == 1
+    path = tmp_path / "wide.txt"
+    path.write_text("(S (A a))\n(S (B b))\n" + wide + "\n")
+    assert main(["gram", "--kernel", "ptk", "--out", str(tmp_path / "k.npy"), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:3: tree 2 (0-based)" in err and "at most 2,048 children" in err
+    assert not (tmp_path / "k.npy").exists()

@@ -87,10 +87,19 @@ def input_errors() -> Iterator[None]:
 
 @contextlib.contextmanager
 def compute_errors() -> Iterator[None]:
-    """Computing inside this block: the library's numerical or value errors (overflow, a
-    kernel rejecting its parameters) become computation errors (exit 1)."""
+    """Computing inside this block: the library's input errors (a tree a kernel cannot take,
+    located at its file and line when `read_trees_or_exit` read it) become usage errors
+    (exit 2), its numerical or other value errors (overflow) computation errors (exit 1)."""
+    from jkern.errors import InputError, TreeInputError
+
     try:
         yield
+    except TreeInputError as err:
+        where = _TREE_LINES.get(id(err.tree)) if err.tree is not None else None
+        message = str(err) if where is None else f"{where[0]}:{where[1]}: {err}"
+        raise CLIError(message, EXIT_USAGE) from err
+    except InputError as err:
+        raise CLIError(str(err), EXIT_USAGE) from err
     except (FloatingPointError, ValueError, ArithmeticError) as err:
         raise CLIError(str(err), EXIT_COMPUTE) from err
 
@@ -106,13 +115,23 @@ def output_errors() -> Iterator[None]:
 
 def read_trees_or_exit(path: str) -> list[Any]:
     """The trees of a file; exit 2 with `file:line:col: problem` on bad input."""
-    from jkern.trees import read_trees
+    from jkern.trees._io import located_trees
 
     with input_errors():
-        trees = read_trees(path)
-    if not trees:
+        located = located_trees(path)
+    if not located:
         raise CLIError(f"{path}: no trees in file")
+    trees = [tree for _, tree in located]
+    # the run's trees live as long as the command: their ids name them
+    _TREE_LINES.update((id(tree), (path, line)) for line, tree in located)
+    _KEPT.append(trees)
     return trees
+
+
+# Where each tree read by `read_trees_or_exit` starts (file, line), by the tree's id; the
+# trees are kept alive beside it so that no id is reused.
+_TREE_LINES: dict[int, tuple[str, int]] = {}
+_KEPT: list[list[Any]] = []
 
 
 def read_labels_or_exit(path: str, column: str | None) -> list[str]:

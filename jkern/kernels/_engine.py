@@ -29,7 +29,7 @@ import numpy as np
 
 from .._unique import sorted_unique
 from .._validate import is_traced
-from ..errors import InputError
+from ..errors import TreeInputError
 from ..trees._forest import Forest, concat_ranges
 from ._recurrences import (
     DeviceForest,
@@ -86,14 +86,13 @@ def _arity_class(arity: np.ndarray, family: str) -> np.ndarray:
     top = int(arity.max(initial=0))
     limit = MAX_ARITY[family]
     if top > limit:
-        node = int(np.argmax(arity))
         what = ("PTK and SPTK compare every pair of children of two nodes (a table of "
                 f"a x b cells), and take nodes of at most {limit:,} children"
                 if family == "subseq" else
                 f"ST and SST take nodes of at most {limit:,} children")
-        raise InputError(f"a node has {top:,} children (node {node} of the forest): {what}; "
-                         "split the node (e.g. group a flat bag of words under "
-                         "intermediate nodes)")
+        raise TreeInputError(f"a node has {top:,} children: {what}; split the node (e.g. "
+                             "group a flat bag of words under intermediate nodes)",
+                             node=int(np.argmax(arity)))
     return np.searchsorted(_CLASSES, arity).astype(np.int64)
 
 

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..errors import TreeInputError
 from ..trees._forest import Forest
 from ..trees._tree import Tree
 from ._engine import Counts, GramEngine
@@ -64,7 +65,10 @@ class PreparedTrees:
                 raise ValueError("an extension's trees must begin with the extended "
                                  "collection's trees")
             self.forest = extends.forest.extend(self.trees[n:])
-        self.engine = GramEngine(self.forest, kernel.match_plan(self.forest), dtype)
+        try:
+            self.engine = GramEngine(self.forest, kernel.match_plan(self.forest), dtype)
+        except TreeInputError as err:
+            raise _located(err, self.forest, self.trees) from None
         if extends is not None:
             self.engine.share_columns(extends.engine)
         self.params = kernel.params()
@@ -152,6 +156,18 @@ class PreparedTrees:
                 self._self_kernels = np.asarray(self.diag(np.arange(self.n_trees),
                                                           threads=threads))
             return self._self_kernels
+
+
+def _located(err: TreeInputError, forest: Forest, trees: list[Tree]) -> TreeInputError:
+    """`err` naming the first tree that holds its forest node."""
+    if err.node is None:
+        return err
+    holders = forest.count_tree[forest.count_node == err.node]
+    i = int(holders.min()) if len(holders) else None
+    if i is None:
+        return err
+    return TreeInputError(f"tree {i} (0-based) of the {len(trees)} given: {err}",
+                          tree=trees[i] if i < len(trees) else None, index=i)
 
 
 def _forest_of(trees: list[Tree], expanded: Sequence[bool] | None) -> Forest:

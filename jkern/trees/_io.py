@@ -66,18 +66,24 @@ def read_trees(path: str | os.PathLike[str]) -> list[Tree]:
     >>> [t.to_penn() for t in read_trees(p)]
     ['(S (WP Who))']
     """
+    return [tree for _, tree in located_trees(path)]
+
+
+def located_trees(path: str | os.PathLike[str]) -> list[tuple[int, Tree]]:
+    """`read_trees`' trees, each with the line of the file where it starts (1-based), so that
+    a problem found later in a tree (a node too wide for a kernel) can be located."""
     source = str(path)
     lines = read_lines(path)
     kind = _format(lines)
     if kind == "tsv":
-        return [tree for _, tree in _tsv_trees(lines, source)]
+        return list(_tsv_trees(lines, source))
     if kind == "penn":
-        return [tree for _, tree in iter_penn(lines, source=source)]
+        return list(iter_penn(lines, source=source))
     trees = []
     for number, example in _svmlight_examples(lines, source):
         if not example.trees:
             raise TreeParseError(source, number, 1, "example has no tree (no |BT| ... |ET|)")
-        trees.append(example.trees[0])
+        trees.append((number, example.trees[0]))
     return trees
 
 
