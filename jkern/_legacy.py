@@ -14,7 +14,7 @@ import numpy as np
 
 from ._nystrom import Nystrom, NystromEnsemble
 from ._pipeline import NystromModel
-from .errors import ModelFileError
+from .errors import InputError, ModelFileError
 from .kda._model import KDA
 from .kernels import _base, _tree_kernels, _vector
 from .svm._dcd import LinearSVM
@@ -72,7 +72,7 @@ def _old_cli_model(data: Any, source: str) -> Any:
                 if algo == "dcd" else _kda_from_arrays(data, "kda/", source))
         return NystromModel(projector, head)
     if algo not in ("ksvm", "cpa"):
-        raise ValueError(f"unknown algorithm {algo!r}")
+        raise InputError(f"unknown algorithm {algo!r}")
     kernel = _kernel_from_spec(json.loads(str(data["kernel_spec"])), data)
     support = tuple(parse_penn(str(s), source=f"{source}:support_trees")
                     for s in data["support_trees"])
@@ -84,11 +84,11 @@ def _kernel_from_spec(spec: dict[str, Any], arrays: Any) -> _base.AbstractKernel
     """The kernel `kernel_to_spec` described (`arrays`: a mapping such as an open `.npz`)."""
     cls = _KERNELS.get(str(spec.get("type")))
     if cls is None:
-        raise ValueError(f"unknown kernel type {spec.get('type')!r} in saved spec")
+        raise InputError(f"unknown kernel type {spec.get('type')!r} in saved spec")
     kernel = object.__new__(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     if set(spec["fields"]) != names:
-        raise ValueError(f"saved {cls.__name__} has fields {sorted(spec['fields'])}, "
+        raise InputError(f"saved {cls.__name__} has fields {sorted(spec['fields'])}, "
                          f"expected {sorted(names)}")
     for name, entry in spec["fields"].items():
         if "type" in entry:
@@ -109,10 +109,10 @@ def _projector_from_arrays(data: Any, prefix: str = "", source: str = "<arrays>"
     of the old `jkern.nystrom/1` format)."""
     key = f"{prefix}header"
     if key not in data:
-        raise ValueError(f"{source}: not a jkern Nyström projector file")
+        raise ModelFileError(f"{source}: not a jkern Nyström projector file")
     header = json.loads(str(data[key]))
     if header.get("format") != "jkern.nystrom/1":
-        raise ValueError(f"{source}: not a jkern Nyström projector file")
+        raise ModelFileError(f"{source}: not a jkern Nyström projector file")
     members = []
     for e, spec in enumerate(header["kernels"]):
         landmarks = tuple(parse_penn(str(s), source=f"{source}:landmark")
@@ -125,10 +125,10 @@ def _projector_from_arrays(data: Any, prefix: str = "", source: str = "<arrays>"
 def _kda_from_arrays(data: Any, prefix: str = "kda.", source: str = "<arrays>") -> KDA:
     """The model `kda_arrays` described (`data`: a mapping such as an open `.npz`)."""
     if f"{prefix}header" not in data:
-        raise ValueError(f"{source}: not a jkern KDA file")
+        raise ModelFileError(f"{source}: not a jkern KDA file")
     header = json.loads(str(data[f"{prefix}header"]))
     if header.get("format") != "jkern-kda-1":
-        raise ValueError(f"{source}: not a jkern KDA file (format {header.get('format')!r})")
+        raise ModelFileError(f"{source}: not a jkern KDA file (format {header.get('format')!r})")
     leaves = [jnp.asarray(data[f"{prefix}leaf{i}"]) for i in range(header["n_leaves"])]
     # the tree structure comes from a skeleton of the same configuration
     skeleton = KDA.init(jax.random.PRNGKey(0), leaves[0], header["classes"],
@@ -137,6 +137,6 @@ def _kda_from_arrays(data: Any, prefix: str = "kda.", source: str = "<arrays>") 
     template = jax.tree_util.tree_leaves(skeleton)
     if len(template) != len(leaves) or any(
             a.shape != b.shape for a, b in zip(template, leaves)):
-        raise ValueError(f"{source}: the saved arrays do not fit a KDA of the saved "
+        raise InputError(f"{source}: the saved arrays do not fit a KDA of the saved "
                          "configuration")
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(skeleton), leaves)

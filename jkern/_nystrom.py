@@ -20,6 +20,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._validate import is_traced
+from .errors import InputError
 from .kernels._base import AbstractKernel, Normalized, Scaled, resolve_dtype
 from .kernels._prepared import remembered
 from .kernels._tree_kernels import AbstractTreeKernel
@@ -39,12 +40,12 @@ def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None
     (4, 4, True)
     """
     if not 1 <= m <= n:
-        raise ValueError(f"need 1 <= landmarks <= inputs, got {m} landmarks for {n} inputs")
+        raise InputError(f"need 1 <= landmarks <= inputs, got {m} landmarks for {n} inputs")
     if labels is None:
         return np.asarray(jax.random.choice(key, n, (m,), replace=False))
     lab = np.asarray(labels)
     if lab.shape != (n,):
-        raise ValueError(f"labels must have one entry per input ({n}), got shape {lab.shape}")
+        raise InputError(f"labels must have one entry per input ({n}), got shape {lab.shape}")
     classes, inverse, sizes = np.unique(lab, return_inverse=True, return_counts=True)
     share = m * sizes / n
     quota = np.floor(share).astype(np.int64)
@@ -115,7 +116,7 @@ class Nystrom(eqx.Module):
     def embed_columns(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n rank"]:
         """Embeddings from precomputed kernel values `c[i, j] = K(x_i, landmark_j)`."""
         if c.shape[-1] != self.n_landmarks:
-            raise ValueError(f"expected {self.n_landmarks} kernel columns, got {c.shape[-1]}")
+            raise InputError(f"expected {self.n_landmarks} kernel columns, got {c.shape[-1]}")
         h = self.projection.astype(c.dtype)
         return jnp.matmul(c, h, precision=jax.lax.Precision.HIGHEST)
 
@@ -209,7 +210,7 @@ def projector_from_gram(kernel: AbstractKernel, landmarks: Sequence[Any],
     """The projector of `landmarks` whose kernel matrix is `w` (dropped components removed)."""
     w = jnp.asarray(w)
     if w.shape != (len(landmarks), len(landmarks)):
-        raise ValueError(f"W must be [{len(landmarks)}, {len(landmarks)}], got {w.shape}")
+        raise InputError(f"W must be [{len(landmarks)}, {len(landmarks)}], got {w.shape}")
     h, keep = nystrom_projection(w, rcond=rcond)
     return Nystrom(kernel, tuple(landmarks), h[:, np.asarray(keep)])
 
@@ -218,7 +219,7 @@ def fit_nystrom_ensemble(kernel: AbstractKernel, x: Sequence[Any], *, landmarks:
                          projections: int, key: Array, **options: Any) -> NystromEnsemble:
     """`projections` independent projectors of `landmarks` each (keys split from `key`)."""
     if projections < 1:
-        raise ValueError(f"projections must be >= 1, got {projections}")
+        raise InputError(f"projections must be >= 1, got {projections}")
     keys = jax.random.split(key, projections)
     return NystromEnsemble(tuple(fit_nystrom(kernel, x, landmarks=landmarks, key=k, **options)
                                  for k in keys))

@@ -98,8 +98,9 @@ def plus_minus_labels(name: str, y: Any, n: int, dtype: Any) -> Array:
             raise InputError(f"{name} must hold only -1 and +1 (use the one-vs-rest learner "
                              f"for other labels), got {bad.tolist()}")
         if not (np.any(yv == 1) and np.any(yv == -1)):
-            raise InputError(f"{name} holds only {int(yv[0]) if n else 'no'} labels: a binary "
-                             "learner needs examples of both classes (+1 and -1)")
+            held = f"only the label {int(yv[0]):+d}" if n else "no labels"
+            raise InputError(f"{name} holds {held}: a binary learner needs examples of both "
+                             "classes (+1 and -1)")
         return jnp.asarray(yv, dtype)
     y = jnp.asarray(y)
     if y.shape != (n,):

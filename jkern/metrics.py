@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
+
 __all__ = [
     "accuracy", "approximate_randomization", "average_precision", "binary_prf",
     "mean_average_precision", "pr_auc", "precision_recall_curve", "precision_recall_f1",
@@ -24,16 +26,16 @@ _TIE_TOL = 1e-12  # relative; shuffled differences this close to the observed on
 def _as_1d(x: Any, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+        raise InputError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
-        raise ValueError(f"{name} is empty")
+        raise InputError(f"{name} is empty")
     return arr
 
 
 def _pair(a: Any, b: Any, name_a: str, name_b: str) -> tuple[np.ndarray, np.ndarray]:
     a, b = _as_1d(a, name_a), _as_1d(b, name_b)
     if a.shape != b.shape:
-        raise ValueError(f"{name_a} and {name_b} have different lengths: {a.size} != {b.size}")
+        raise InputError(f"{name_a} and {name_b} have different lengths: {a.size} != {b.size}")
     return a, b
 
 
@@ -42,7 +44,7 @@ def _labels(*arrays: np.ndarray) -> np.ndarray:
     kinds = {"n" if x.dtype.kind in "biuf" else x.dtype.kind for x in arrays}
     if len(kinds) > 1 or "c" in kinds:
         types = ", ".join(str(x.dtype) for x in arrays)
-        raise ValueError(f"y_true and the predictions hold labels of incompatible types: {types}")
+        raise InputError(f"y_true and the predictions hold labels of incompatible types: {types}")
     return np.unique(np.concatenate(arrays))
 
 
@@ -54,15 +56,15 @@ def _relevance(y: np.ndarray, name: str = "y_true") -> np.ndarray:
         values = set(np.unique(y).tolist())
         if values <= {0, 1} or values <= {-1, 1}:
             return y == 1
-    raise ValueError(f"{name} must hold binary labels 0/1 or -1/+1, got {np.unique(y)[:5]}")
+    raise InputError(f"{name} must hold binary labels 0/1 or -1/+1, got {np.unique(y)[:5]}")
 
 
 def _scores(scores: Any, n: int) -> np.ndarray:
     s = _as_1d(scores, "scores").astype(np.float64)
     if s.size != n:
-        raise ValueError(f"y_true and scores have different lengths: {n} != {s.size}")
+        raise InputError(f"y_true and scores have different lengths: {n} != {s.size}")
     if not np.all(np.isfinite(s)):
-        raise ValueError("scores must be finite (no NaN or inf)")
+        raise InputError("scores must be finite (no NaN or inf)")
     return s
 
 
@@ -120,7 +122,7 @@ def precision_recall_f1(y_true: Any, y_pred: Any, *, labels: Sequence[Any] | Non
     else:
         classes = _as_1d(labels, "labels")
         if np.unique(classes).size != classes.size:
-            raise ValueError("labels contains duplicates")
+            raise InputError("labels contains duplicates")
     is_t = t[None, :] == classes[:, None]
     is_p = p[None, :] == classes[:, None]
     tp = np.count_nonzero(is_t & is_p, axis=1)
@@ -214,15 +216,15 @@ def mean_average_precision(
         try:
             y, s = query
         except (TypeError, ValueError) as e:
-            raise ValueError(f"query {i} is not a (y_true, scores) pair") from e
+            raise InputError(f"query {i} is not a (y_true, scores) pair") from e
         try:
             rel = _relevance(_as_1d(y, "y_true"))
             if not (skip_empty and not rel.any()):
                 aps.append(average_precision(rel, s))
         except ValueError as e:
-            raise ValueError(f"query {i}: {e}") from e
+            raise InputError(f"query {i}: {e}") from e
     if not aps:
-        raise ValueError("no queries" + (" with a relevant item" if skip_empty else ""))
+        raise InputError("no queries" + (" with a relevant item" if skip_empty else ""))
     return float(np.mean(aps))
 
 
@@ -313,7 +315,7 @@ def _count_features(name: str, t: np.ndarray, a: np.ndarray, b: np.ndarray):
             f1 = _prf(c[:, :k], c[:, k:], n_true)[2]
             return f1.sum(axis=1) / ((c[:, k:] > 0) | (n_true > 0)).sum(axis=1)
         return feats(a), feats(b), macro
-    raise ValueError(f"unknown metric {name!r}; use 'accuracy', 'f1', 'macro_f1' or a callable")
+    raise InputError(f"unknown metric {name!r}; use 'accuracy', 'f1', 'macro_f1' or a callable")
 
 
 def approximate_randomization(
@@ -355,9 +357,9 @@ def approximate_randomization(
     t, a = _pair(y_true, pred_a, "y_true", "pred_a")
     _, b = _pair(y_true, pred_b, "y_true", "pred_b")
     if isinstance(n_shuffles, bool) or not isinstance(n_shuffles, int | np.integer):
-        raise ValueError(f"n_shuffles must be an integer, got {n_shuffles!r}")
+        raise InputError(f"n_shuffles must be an integer, got {n_shuffles!r}")
     if n_shuffles < 1:
-        raise ValueError(f"n_shuffles must be >= 1, got {n_shuffles}")
+        raise InputError(f"n_shuffles must be >= 1, got {n_shuffles}")
     n_shuffles = int(n_shuffles)
     rng = np.random.default_rng(seed)
     count = 0
@@ -381,7 +383,7 @@ def approximate_randomization(
                 a2, b2 = np.where(mask, b, a), np.where(mask, a, b)
                 count += abs(float(metric(t, a2)) - float(metric(t, b2))) >= threshold
     else:
-        raise TypeError(f"metric must be a string or a callable, got {type(metric).__name__}")
+        raise InputError(f"metric must be a string or a callable, got {type(metric).__name__}")
     return {
         "p_value": (count + 1) / (n_shuffles + 1),
         "observed_difference": observed,

@@ -3,6 +3,7 @@ message saying what to pass, never a silent model or a raw error from inside JAX
 
 from __future__ import annotations
 
+import bad_input_cases
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -219,3 +220,24 @@ def test_a_too_wide_node_names_its_tree_and_file_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{path}:3: tree 2 (0-based)" in err and "at most 2,048 children" in err
     assert not (tmp_path / "k.npy").exists()
+
+
+@pytest.mark.parametrize("case", bad_input_cases.cases(), ids=lambda c: c[0][:60])
+def test_every_documented_bad_input_raises_its_error(case):
+    code, expected, run = case
+    kind, message = bad_input_cases.outcome(run)
+    assert kind == expected, f"{code}: {kind}: {message}"
+    assert message
+
+
+def test_the_bad_input_page_is_up_to_date():
+    """docs/bad-input.md's table is what the cases raise (`experiments/bad_input_table.py`)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "experiments" / "bad_input_table.py"
+    spec = importlib.util.spec_from_file_location("bad_input_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--check"]) == 0, "run python experiments/bad_input_table.py"

@@ -16,6 +16,7 @@ import pytest
 
 import jkern
 from jkern.data import load_trec
+from jkern.errors import InputError
 from jkern.svm import (
     cpa,
     delta_counts,
@@ -414,5 +415,5 @@ def test_bad_labels_and_kernels():
     trees = [jkern.trees.parse_penn("(S (NP (NN a))(VP (VB b)))")] * 2
     with pytest.raises(ValueError, match="-1 and \\+1"):
         cpa(trees, np.array([1, 0]), kernel=KERNEL)
-    with pytest.raises(TypeError, match="tree kernel"):
+    with pytest.raises(InputError, match="tree kernel"):
         cpa(trees, np.array([1, -1]), kernel=jkern.RBF(1.0))

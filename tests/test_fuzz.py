@@ -151,3 +151,132 @@ def test_pa_on_random_sparse_vectors(profile):
         assert m.shape[0] == len(rows) and np.all(np.isfinite(m))
 
     check()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_pa_binary_modes_on_random_sets(profile):
+    """Kernel, splitting and slicing (binary features; other values are refused), against
+    the pure kernel's margins: the same model or a jkern error."""
+    from jkern import SparseRows
+    from jkern.pa import fit
+
+    @profile
+    @given(st.lists(st.sets(st.integers(0, 9), min_size=0, max_size=4), min_size=8,
+                    max_size=8),
+           st.sampled_from(["splitting", "slicing"]), st.sampled_from([None, 0, 3]),
+           EDGE_FLOATS, st.booleans())
+    def check(sets, mode, n_common, C, real):
+        rows = [{f: (0.5 if real else 1.0) for f in s} for s in sets]
+        X = SparseRows.from_rows(rows, n_features=10)
+        y = [1 if i % 3 else -1 for i in range(len(rows))]
+        sol = _jkern_error_or(lambda: fit(X, y, mode=mode, degree=2, C=C, epochs=2,
+                                          n_common=n_common))
+        if sol is None:
+            assert real or not (np.isfinite(C) and C > 0)
+            return
+        assert not real and np.isfinite(C) and C > 0
+        pure = fit(X, y, mode="kernel", degree=2, C=C, epochs=2)
+        np.testing.assert_array_equal(np.asarray(sol.stats["updated"]),
+                                      np.asarray(pure.stats["updated"]))
+        np.testing.assert_allclose(np.asarray(sol.model.decision_function(X)),
+                                   np.asarray(pure.model.decision_function(X)), atol=1e-9)
+
+    check()
+
+
+# A fixed pool of parseable trees: learners see the same shapes (few compilations).
+POOL = [parse_penn(t) for t in ("(S (A a))", "(S (B b))", "(S (A a)(B b))", "(S (C c))",
+                                "(S (A b)(C a))", "(S (B a)(A c))")]
+LABEL_SETS = st.sampled_from([[1, -1, 1, -1, 1, -1], [1] * 6, ["x", "y", "x", "y", "z", "z"],
+                              ["only"] * 6, [0, 1, 0, 1, 0, 1]])
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_cpa_on_random_labels_and_C(profile):
+    @profile
+    @given(LABEL_SETS, EDGE_FLOATS)
+    def check(labels, C):
+        sol = _jkern_error_or(lambda: svm.cpa(POOL, labels, kernel=jkern.SST(0.4), C=C,
+                                              key=jax.random.key(0)))
+        if sol is None:
+            return
+        assert len(set(labels)) == 2 and np.isfinite(C) and C > 0
+        pred = np.asarray(sol.model.predict(POOL)).tolist()
+        assert set(pred) <= {-1, 1}
+
+    check()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_nystrom_svm_on_random_landmarks_labels_and_C(profile):
+    @profile
+    @given(st.sampled_from([-1, 0, 1, 3, 6, 7]), LABEL_SETS, EDGE_FLOATS)
+    def check(landmarks, labels, C):
+        projector = _jkern_error_or(lambda: jkern.fit_nystrom(
+            jkern.SST(0.4), POOL, landmarks=landmarks, key=jax.random.key(0)))
+        if projector is None:
+            assert not 1 <= landmarks <= len(POOL)
+            return
+        assert 1 <= landmarks <= len(POOL)
+        sol = _jkern_error_or(lambda: jkern.train_nystrom_svm(projector, POOL, labels, C=C,
+                                                              key=jax.random.key(1)))
+        if sol is None:
+            return
+        assert len(set(map(str, labels))) >= 2 and np.isfinite(C) and C > 0
+        pred = sol.model.predict(POOL)
+        assert len(pred) == len(POOL) and set(map(str, pred)) <= set(map(str, labels))
+
+    check()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_kda_on_random_features_and_labels(profile):
+    from jkern import kda
+
+    @profile
+    @given(st.integers(0, 2**31 - 1), st.sampled_from([None, float("nan"), float("inf")]),
+           st.sampled_from([[0, 1, 2, 0, 1, 2, 0, 1], [0] * 8, [0, 1, 0, 1, 0, 1, 0, 5]]),
+           EDGE_FLOATS)
+    def check(seed, poison, labels, l2):
+        rng = np.random.default_rng(seed)
+        c = rng.normal(size=(8, 4))
+        if poison is not None:
+            c[3, 2] = poison
+        model = kda.KDA.init(jax.random.key(0), np.eye(4), (0, 1, 2), hidden=(8,))
+        sol = _jkern_error_or(lambda: kda.fit(model, c, labels, key=jax.random.key(1),
+                                              l2=l2, epochs=3, batch_size=4))
+        if sol is None:
+            return
+        assert poison is None and set(labels) <= {0, 1, 2} and np.isfinite(l2) and l2 >= 0
+        assert np.all(np.isfinite(np.asarray(sol.model.decision_function(c))))
+
+    check()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_distant_supervision_on_random_problems(profile):
+    from jkern import ds
+
+    @profile
+    @given(st.integers(0, 2**31 - 1), st.sampled_from([None, float("nan"), float("inf")]),
+           st.booleans(), EDGE_FLOATS, EDGE_FLOATS)
+    def check(seed, poison, bad_pair, lam, mu):
+        rng = np.random.default_rng(seed)
+        n, d, p, k = 12, 5, 4, 2
+        x = rng.normal(size=(n, d))
+        if poison is not None:
+            x[2, 1] = poison
+        pairs = rng.integers(0, p, n)
+        pairs[:p] = np.arange(p)  # every pair has a mention
+        if bad_pair:
+            pairs[-1] = p + 3  # a pair id past the relations' rows
+        relations = rng.random((p, k)) < 0.5
+        sol = _jkern_error_or(lambda: ds.fit(x, pairs, relations, lam=lam, mu=mu,
+                                             max_iter=50))
+        if sol is None:
+            return
+        assert poison is None and not bad_pair
+        assert all(np.isfinite(v) and v > 0 for v in (lam, mu))
+        assert np.isfinite(float(sol.stats["primal"]))
+
+    check()

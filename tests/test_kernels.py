@@ -20,6 +20,7 @@ from data_paths import require
 from helpers import N_TREC, assert_rel, load_corpus, make_kernel, read_tsv, word_sigma
 
 import jkern
+from jkern.errors import InputError
 from jkern.trees import Tree, lct, parse_penn, read_conllu
 
 LAM, MU = 0.4, 0.4
@@ -475,13 +476,13 @@ def test_sst_wide_node_deep_chain_and_10k_node_tree(shared_data):
 
 def test_non_tree_input_raises_type_error():
     t = parse_penn("(S (NP (NN a)))")
-    with pytest.raises(TypeError, match="Tree"):
+    with pytest.raises(InputError, match="Tree"):
         jkern.gram(jkern.SST(LAM), ["(S (NP (NN a)))"])
-    with pytest.raises(TypeError, match="item 1"):
+    with pytest.raises(InputError, match="item 1"):
         jkern.gram(jkern.PTK(LAM, MU), [t, 3])
-    with pytest.raises(TypeError, match="item 0"):
+    with pytest.raises(InputError, match="item 0"):
         jkern.gram(jkern.SST(LAM), [t], [None])
-    with pytest.raises(TypeError, match="kernel"):
+    with pytest.raises(InputError, match="kernel"):
         jkern.gram(R.sst, [t])
 
 

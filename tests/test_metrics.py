@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
+from jkern.errors import InputError
 from jkern.metrics import (
     accuracy,
     approximate_randomization,
@@ -320,6 +321,6 @@ def test_invalid_inputs_raise(call, message):
         call()
 
 
-def test_non_callable_metric_raises_type_error():
-    with pytest.raises(TypeError, match="string or a callable"):
+def test_non_callable_metric_raises_an_input_error():
+    with pytest.raises(InputError, match="string or a callable"):
         approximate_randomization([1, 0], [1, 0], [0, 0], metric=3)

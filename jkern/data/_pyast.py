@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..errors import InputError
 from ..trees._tree import Tree
 
 DEFAULT_PACKAGES: tuple[str, ...] = ("asyncio", "email", "http", "logging", "unittest", "xml")
@@ -196,9 +197,9 @@ def load_stdlib_functions(
     (3, ['json', 'json', 'json'])
     """
     if max_per_package is not None and max_per_package < 1:
-        raise ValueError(f"max_per_package must be >= 1 or None, got {max_per_package}")
+        raise InputError(f"max_per_package must be >= 1 or None, got {max_per_package}")
     if min_nodes > max_nodes:
-        raise ValueError(f"min_nodes ({min_nodes}) is larger than max_nodes ({max_nodes})")
+        raise InputError(f"min_nodes ({min_nodes}) is larger than max_nodes ({max_nodes})")
     root = pathlib.Path(sysconfig.get_paths()["stdlib"])
     out = StdlibData([], [], [])
     for package in packages:

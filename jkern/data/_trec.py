@@ -6,6 +6,7 @@ import os
 import pathlib
 from typing import Literal, NamedTuple
 
+from ..errors import InputError
 from ..trees._tree import Tree
 
 TREC_FILES = {"train": "qc_train.tsv", "test": "qc_test.tsv"}
@@ -49,7 +50,7 @@ def load_trec(
     from ..trees import parse_penn
 
     if split not in TREC_FILES:
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        raise InputError(f"split must be 'train' or 'test', got {split!r}")
     path = pathlib.Path(data_dir) / "trec" / TREC_FILES[split]
     if not path.is_file():
         raise FileNotFoundError(
@@ -65,7 +66,7 @@ def load_trec(
             fields = line.split("\t", 2)
             if lineno == 1:
                 if fields != _HEADER:
-                    raise ValueError(
+                    raise InputError(
                         f"{source}:1: expected the header 'coarse<TAB>fine<TAB>tree', "
                         f"got {line[:60]!r}"
                     )
@@ -73,7 +74,7 @@ def load_trec(
             if not line.strip():
                 continue
             if len(fields) != 3 or not fields[0] or not fields[1]:
-                raise ValueError(
+                raise InputError(
                     f"{source}:{lineno}: expected 3 tab-separated fields "
                     f"(coarse, fine, tree), got {len(fields)}"
                 )

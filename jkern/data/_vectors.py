@@ -13,6 +13,7 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
+from ..errors import InputError
 from ..trees._tree import Tree
 
 _EXTRA_HINT = "pip install 'jkern[vectors]'"
@@ -43,17 +44,17 @@ class WordVectors:
         words = tuple(self.words)
         vectors = np.asarray(self.vectors)
         if vectors.ndim != 2 or vectors.shape[0] != len(words):
-            raise ValueError(
+            raise InputError(
                 f"vectors must be [len(words), dim] = [{len(words)}, dim], got {vectors.shape}"
             )
         if not np.issubdtype(vectors.dtype, np.floating):
-            raise TypeError(f"vectors must be floating point, got {vectors.dtype}")
+            raise InputError(f"vectors must be floating point, got {vectors.dtype}")
         bad = next((w for w in words if not isinstance(w, str)), None)
         if bad is not None:
-            raise TypeError(f"words must be str, got {bad!r} ({type(bad).__name__})")
+            raise InputError(f"words must be str, got {bad!r} ({type(bad).__name__})")
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():
-            raise ValueError(f"the vector of {words[int(np.argmin(finite))]!r} is not finite")
+            raise InputError(f"the vector of {words[int(np.argmin(finite))]!r} is not finite")
         index: dict[str, int] = {}
         for i, w in enumerate(words):
             index.setdefault(w, i)
@@ -182,19 +183,19 @@ def load_word_vectors(
     """
     path = pathlib.Path(path)
     if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a positive int or None, got {limit!r}")
+        raise InputError(f"limit must be a positive int or None, got {limit!r}")
     if not np.issubdtype(np.dtype(dtype), np.floating):
-        raise TypeError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
+        raise InputError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     if format == "auto":
         format = "npy" if path.suffix == ".npy" else _sniff_text(path)
     if format == "npy":
         if vocab_path is None:
-            raise ValueError("format 'npy' needs vocab_path (the words, one per matrix row)")
+            raise InputError("format 'npy' needs vocab_path (the words, one per matrix row)")
         return _load_npy(path, pathlib.Path(vocab_path), limit, dtype)
     if format not in ("glove", "word2vec"):
-        raise ValueError(f"format must be 'auto', 'glove', 'word2vec' or 'npy', got {format!r}")
+        raise InputError(f"format must be 'auto', 'glove', 'word2vec' or 'npy', got {format!r}")
     if vocab_path is not None:
-        raise ValueError(f"vocab_path is only for format 'npy'; {format} files name their words")
+        raise InputError(f"vocab_path is only for format 'npy'; {format} files name their words")
     return _load_text(path, format, limit, dtype)
 
 
@@ -238,7 +239,7 @@ def _load_text(path: pathlib.Path, format: str, limit: int | None, dtype: Any) -
         if format == "word2vec":
             header = f.readline().split()
             if len(header) != 2 or not all(s.isdigit() for s in header):
-                raise ValueError(f"{path}:1: expected the word2vec header '<count> <dim>'")
+                raise InputError(f"{path}:1: expected the word2vec header '<count> <dim>'")
             count, dim = int(header[0]), int(header[1])
         for lineno, line in enumerate(f, start=2 if format == "word2vec" else 1):
             if not line.strip():
@@ -249,19 +250,19 @@ def _load_text(path: pathlib.Path, format: str, limit: int | None, dtype: Any) -
             if dim is None:
                 dim = len(fields) - 1  # GloVe: the first line sets the dimension
             if len(fields) - 1 != dim or dim < 1:
-                raise ValueError(
+                raise InputError(
                     f"{path}:{lineno}: expected a word and {dim or 'its'} floats, got "
                     f"{len(fields) - 1} value(s) after {fields[0]!r}"
                 )
             try:
                 rows.append(np.array(fields[1:], dtype=dtype))
             except ValueError as e:
-                raise ValueError(f"{path}:{lineno}: {e} (after {fields[0]!r})") from None
+                raise InputError(f"{path}:{lineno}: {e} (after {fields[0]!r})") from None
             words.append(fields[0])
     if count is not None and len(words) != (count if limit is None else min(count, limit)):
-        raise ValueError(f"{path}: the header announces {count} words, the file has {len(words)}")
+        raise InputError(f"{path}: the header announces {count} words, the file has {len(words)}")
     if not words:
-        raise ValueError(f"{path}: no word vectors in the file")
+        raise InputError(f"{path}: no word vectors in the file")
     return WordVectors(tuple(words), np.stack(rows))
 
 
@@ -271,7 +272,7 @@ def _load_npy(
     matrix = np.load(path, mmap_mode="r", allow_pickle=False)
     words = _read_vocab(vocab_path)
     if matrix.ndim != 2 or matrix.shape[0] != len(words):
-        raise ValueError(
+        raise InputError(
             f"{path} holds a {matrix.shape} matrix but {vocab_path} lists {len(words)} words; "
             "they must have one word per row"
         )
@@ -289,13 +290,13 @@ def _read_vocab(path: pathlib.Path) -> tuple[str, ...]:
         types = table.schema.types
         if len(types) != 1 or not (pa.types.is_string(types[0])
                                    or pa.types.is_large_string(types[0])):
-            raise ValueError(f"{path}: expected one string column of words, got {table.schema}")
+            raise InputError(f"{path}: expected one string column of words, got {table.schema}")
         column = table.column(0)
         if column.null_count:
-            raise ValueError(f"{path}: the word column has {column.null_count} null(s)")
+            raise InputError(f"{path}: the word column has {column.null_count} null(s)")
         return tuple(column.to_pylist())
     with path.open(encoding="utf-8") as f:
         words = tuple(line.rstrip("\r\n") for line in f)
     if "" in words:
-        raise ValueError(f"{path}:{words.index('') + 1}: empty word (one word per line)")
+        raise InputError(f"{path}:{words.index('') + 1}: empty word (one word per line)")
     return words

@@ -21,6 +21,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._labels import labels_at
 from .._validate import is_traced
+from ..errors import InputError
 
 
 def _dropout(x: Array, rate: Array, key: PRNGKeyArray | None) -> Array:
@@ -79,15 +80,15 @@ class KDA(eqx.Module):
         """
         nystrom = jnp.asarray(nystrom)
         if nystrom.ndim != 2:
-            raise ValueError(f"nystrom must be [landmarks, rank], got shape {nystrom.shape}")
+            raise InputError(f"nystrom must be [landmarks, rank], got shape {nystrom.shape}")
         classes = tuple(classes)
         if len(classes) < 2:
-            raise ValueError(f"need at least 2 classes, got {classes!r}")
+            raise InputError(f"need at least 2 classes, got {classes!r}")
         if len(set(classes)) != len(classes):
-            raise ValueError(f"classes must be distinct, got {classes!r}")
+            raise InputError(f"classes must be distinct, got {classes!r}")
         widths = [nystrom.shape[0]] * 2 if hidden is None else [int(w) for w in hidden]
         if any(w < 1 for w in widths):
-            raise ValueError(f"hidden widths must be >= 1, got {hidden!r}")
+            raise InputError(f"hidden widths must be >= 1, got {hidden!r}")
         dtype = nystrom.dtype if dtype is None else jnp.dtype(dtype)
         sizes = [nystrom.shape[1], *widths]
         keys = jax.random.split(key, len(widths) + 1)
@@ -100,7 +101,7 @@ class KDA(eqx.Module):
     def __check_init__(self):
         rate = self.dropout
         if not is_traced(rate) and rate.ndim == 0 and not 0 <= float(rate) < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {float(rate)}")
+            raise InputError(f"dropout must be in [0, 1), got {float(rate)}")
 
     @property
     def n_landmarks(self) -> int:
@@ -109,7 +110,7 @@ class KDA(eqx.Module):
     def embed(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n rank"]:
         """The Nyström layer alone: `c @ H_Ny` (the Nyström embeddings)."""
         if c.shape[-1] != self.n_landmarks:
-            raise ValueError(f"expected {self.n_landmarks} kernel columns, got {c.shape[-1]}")
+            raise InputError(f"expected {self.n_landmarks} kernel columns, got {c.shape[-1]}")
         h = self.nystrom if self.train_nystrom else jax.lax.stop_gradient(self.nystrom)
         return jnp.matmul(c.astype(h.dtype), h, precision=jax.lax.Precision.HIGHEST)
 

@@ -20,6 +20,8 @@ import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from .._solution import Solution, result_code
+from .._validate import finite, in_domain, nonnegative
+from ..errors import InputError
 from ._model import KDA
 
 
@@ -58,7 +60,7 @@ def train_step(model: KDA, opt_state: optax.OptState,
     Pure: jit it, scan it, vmap it. Only the leaves of `model.trainable()` change.
     `embedded`: as in `loss_fn` (only for a frozen Nyström layer)."""
     if embedded and model.train_nystrom:
-        raise ValueError("embedded=True skips the Nyström layer, which this model trains")
+        raise InputError("embedded=True skips the Nyström layer, which this model trains")
     optimizer = adam() if optimizer is None else optimizer
     params, static = eqx.partition(model, model.trainable())
 
@@ -173,27 +175,35 @@ def _indices(classes: tuple, labels: Any, what: str) -> np.ndarray:
     index = {c: i for i, c in enumerate(classes)}
     labels = np.asarray(labels)
     if labels.ndim != 1:
-        raise ValueError(f"{what} must be 1-D, got shape {labels.shape}")
+        raise InputError(f"{what} must be 1-D, got shape {labels.shape}")
     unknown = sorted({lab for lab in labels.tolist() if lab not in index}, key=str)
     if unknown:
-        raise ValueError(f"{what} has labels not in the model's classes: {unknown[:5]}")
+        raise InputError(f"{what} has labels not in the model's classes: {unknown[:5]}")
     return np.array([index[lab] for lab in labels.tolist()], np.int32)
 
 
 def _check_data(model_landmarks: int, c, y, c_dev, y_dev, classes, dtype):
+    finite("c", c)
     c = jnp.asarray(c, dtype)
     if c.ndim != 2 or c.shape[1] != model_landmarks:
-        raise ValueError(f"c must be [n, {model_landmarks}] kernel columns, got {c.shape}")
+        raise InputError(f"c must be [n, {model_landmarks}] kernel columns, got {c.shape}")
     if len(y) != c.shape[0]:
-        raise ValueError(f"c has {c.shape[0]} rows but y has {len(y)} labels")
+        raise InputError(f"c has {c.shape[0]} rows but y has {len(y)} labels")
+    if c.shape[0] == 0:
+        raise InputError("c has no rows: nothing to train on")
+    if len({str(v) for v in np.asarray(y).tolist()}) < 2:
+        raise InputError("y holds one class: a classifier needs at least two to train "
+                         "(it would predict that class for everything)")
+    if c_dev is not None:
+        finite("c_dev", c_dev)
     if c_dev is None:
         c_dev, y_dev = jnp.zeros((0, model_landmarks), dtype), np.zeros((0,), np.int32)
     else:
         c_dev = jnp.asarray(c_dev, dtype)
         if c_dev.ndim != 2 or c_dev.shape[1] != model_landmarks:
-            raise ValueError(f"c_dev must be [n_dev, {model_landmarks}], got {c_dev.shape}")
+            raise InputError(f"c_dev must be [n_dev, {model_landmarks}], got {c_dev.shape}")
         if y_dev is None or len(y_dev) != c_dev.shape[0]:
-            raise ValueError("y_dev must give one label per row of c_dev")
+            raise InputError("y_dev must give one label per row of c_dev")
         y_dev = _indices(classes, y_dev, "y_dev")
     return c, jnp.asarray(_indices(classes, y, "y")), c_dev, jnp.asarray(y_dev)
 
@@ -201,9 +211,9 @@ def _check_data(model_landmarks: int, c, y, c_dev, y_dev, classes, dtype):
 def _check_options(epochs, batch_size, patience):
     for name, v in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+            raise InputError(f"{name} must be a positive int, got {v!r}")
     if patience is not None and (not isinstance(patience, int) or patience < 1):
-        raise ValueError(f"patience must be a positive int or None, got {patience!r}")
+        raise InputError(f"patience must be a positive int or None, got {patience!r}")
 
 
 def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
@@ -245,7 +255,8 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
     fitter = _compiled(optimizer, epochs, batch_size, patience, False)
     order = default_data_key(key) if data_key is None else data_key
-    return fitter(model, *data, key, jnp.asarray(l2, model.nystrom.dtype), order).check(throw)
+    l2 = nonnegative("l2", l2, model.nystrom.dtype)
+    return fitter(model, *data, key, l2, order).check(throw)
 
 
 def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
@@ -265,11 +276,12 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
     _check_options(epochs, batch_size, patience)
     optimizer = adam() if optimizer is None else optimizer
     dtype = models.nystrom.dtype
-    l2 = jnp.asarray(l2, dtype)
+    l2 = nonnegative("l2", l2, dtype) if np.ndim(l2) == 0 else in_domain(
+        "l2", l2, dtype, lambda v: v >= 0, "must be finite numbers >= 0", scalar=False)
     sizes = {x.shape[0] for x in jax.tree_util.tree_leaves(eqx.filter(models, eqx.is_array))}
     sizes |= {l2.shape[0] if l2.ndim else -1, len(keys)}
     if len(sizes) != 1 or models.nystrom.ndim != 3:
-        raise ValueError("models (stacked), keys and l2 must share one leading grid axis; got "
+        raise InputError("models (stacked), keys and l2 must share one leading grid axis; got "
                          f"sizes {sorted(sizes)}")
     data = _check_data(models.nystrom.shape[1], c, y, c_dev, y_dev, models.classes, dtype)
     shared = data_key is not None

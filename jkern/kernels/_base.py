@@ -85,12 +85,12 @@ def resolve_dtype(dtype: Any) -> jnp.dtype:
         return jnp.zeros((), float).dtype  # float64 under x64, else float32
     dt = jnp.dtype(dtype)
     if dt == jnp.float64 and not jax.config.read("jax_enable_x64"):
-        raise ValueError(
+        raise InputError(
             "float64 needs JAX's 64-bit mode: call jax.config.update('jax_enable_x64', True) "
             "before using jkern (the jkern CLI does this for --dtype float64)"
         )
     if dt not in (jnp.float32, jnp.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dt}")
+        raise InputError(f"dtype must be float32 or float64, got {dt}")
     return dt
 
 

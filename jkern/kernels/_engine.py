@@ -29,7 +29,7 @@ import numpy as np
 
 from .._unique import sorted_unique
 from .._validate import is_traced
-from ..errors import TreeInputError
+from ..errors import InputError, TreeInputError
 from ..trees._forest import Forest, concat_ranges
 from ._recurrences import (
     DeviceForest,
@@ -344,9 +344,9 @@ class GramEngine:
                 and np.array_equal(f.count_node[: len(old.count_node)], old.count_node)
                 and np.array_equal(f.child_flat[: len(old.child_flat)], old.child_flat)
                 and np.array_equal(f.label[:n], old.label)):
-            raise ValueError("share_columns: this engine's forest does not extend base's")
+            raise InputError("share_columns: this engine's forest does not extend base's")
         if self.dtype != base.dtype:
-            raise ValueError(f"share_columns: base computes in {base.dtype}, this in {self.dtype}")
+            raise InputError(f"share_columns: base computes in {base.dtype}, this in {self.dtype}")
         old_key, new_key = base.plan.key.astype(np.int64), self.plan.key[:n].astype(np.int64)
         if not (np.array_equal(base._stored, self._stored[:n])
                 and np.array_equal(old_key < 0, new_key < 0)):
@@ -685,7 +685,7 @@ class GramEngine:
         target[shared] = n_rows + np.arange(len(shared))
         cells = (n_rows + len(shared)) * n_cols
         if cells >= 1 << 31:
-            raise ValueError("Gram block too large for int32 indexing: use a smaller block_size")
+            raise InputError("Gram block too large for int32 indexing: use a smaller block_size")
         # Items of the stored rows: each computed pair (q, v) times v's column occurrences.
         # Most column nodes occur once in the block's columns (TREC SST: 36.5 M items for
         # 32.5 M pairs): their pairs are one item each, gathered without expanding.
@@ -731,7 +731,7 @@ class GramEngine:
         array (idx, seg, weight) to the device; padding adds buf[0] = 0 to out[0]."""
         step = _SCATTER_CHUNK
         if len(weight) and int(weight.max()) >= 1 << 31:  # counts times counts
-            raise ValueError("a node occurs too often in one tree for the Gram contraction "
+            raise InputError("a node occurs too often in one tree for the Gram contraction "
                              "(occurrence weight past 2^31)")
         for s in range(0, len(idx), step):
             e = min(s + step, len(idx))

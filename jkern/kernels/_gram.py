@@ -7,6 +7,7 @@ from typing import Any
 
 from jaxtyping import Array, Float
 
+from ..errors import InputError
 from ._base import AbstractKernel
 
 
@@ -31,5 +32,5 @@ def gram(kernel: AbstractKernel, x1: Sequence[Any], x2: Sequence[Any] | None = N
     [[15.0, 3.0], [3.0, 6.0]]
     """
     if not isinstance(kernel, AbstractKernel):
-        raise TypeError(f"expected a jkern kernel, got {type(kernel).__name__}")
+        raise InputError(f"expected a jkern kernel, got {type(kernel).__name__}")
     return kernel.gram(x1, x2, dtype=dtype, **options)

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import TreeInputError
+from ..errors import InputError, TreeInputError
 from ..trees._forest import Forest
 from ..trees._tree import Tree
 from ._engine import Counts, GramEngine
@@ -60,9 +60,9 @@ class PreparedTrees:
         else:
             n = extends.n_trees
             if extends.expanded or expanded is not None:
-                raise ValueError("collections with expanded trees cannot be extended")
+                raise InputError("collections with expanded trees cannot be extended")
             if len(self.trees) < n or any(a is not b for a, b in zip(self.trees, extends.trees)):
-                raise ValueError("an extension's trees must begin with the extended "
+                raise InputError("an extension's trees must begin with the extended "
                                  "collection's trees")
             self.forest = extends.forest.extend(self.trees[n:])
         try:
@@ -149,7 +149,7 @@ class PreparedTrees:
         """K(t, t) of every tree of the collection, computed on first use and kept (the
         parameters must be concrete: under jit/grad/vmap use `diag`)."""
         if params_traced(self.params):
-            raise ValueError("self_kernels keeps concrete values; under a transformation "
+            raise InputError("self_kernels keeps concrete values; under a transformation "
                              "use diag")
         with self._lock:
             if self._self_kernels is None:

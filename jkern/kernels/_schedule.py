@@ -104,9 +104,9 @@ def _devices(devices: Sequence[Any] | None, traced: bool) -> list[Any] | None:
         return None
     devices = list(devices)
     if not devices:
-        raise ValueError("devices must name at least one JAX device")
+        raise InputError("devices must name at least one JAX device")
     if traced:
-        raise ValueError("devices= shards concrete Gram blocks; under jit/grad/vmap the "
+        raise InputError("devices= shards concrete Gram blocks; under jit/grad/vmap the "
                          "blocks run in the tracing thread: leave devices unset there")
     check_local(devices)
     return devices

@@ -51,10 +51,10 @@ def as_trees(xs: Sequence[Any], tree_index: int) -> list[Tree]:
             out.append(x)
         elif isinstance(x, Example):
             if tree_index >= len(x.trees):
-                raise ValueError(f"example {i} has {len(x.trees)} tree(s), no tree {tree_index}")
+                raise InputError(f"example {i} has {len(x.trees)} tree(s), no tree {tree_index}")
             out.append(x.trees[tree_index])
         else:
-            raise TypeError(f"item {i}: expected a jkern Tree or Example, got {type(x).__name__}")
+            raise InputError(f"item {i}: expected a jkern Tree or Example, got {type(x).__name__}")
     return out
 
 
@@ -350,7 +350,7 @@ class SPTK(AbstractTreeKernel):
                  tree_index: int = 0):
         vectors = jnp.asarray(vectors, dtype=float)
         if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
-            raise ValueError(
+            raise InputError(
                 f"vectors must be [len(vocab), dim] = [{len(vocab)}, d], got {vectors.shape}"
             )
         norms = jnp.linalg.norm(vectors, axis=1, keepdims=True)

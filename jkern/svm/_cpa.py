@@ -57,7 +57,7 @@ def _split_kernel(kernel: AbstractKernel) -> tuple[AbstractTreeKernel, bool]:
     split = split_tree_kernel(kernel)
     if split is not None:
         return split
-    raise TypeError("the cutting-plane SVM needs a tree kernel (ST, SST, SSTBow, PTK, SPTK) or "
+    raise InputError("the cutting-plane SVM needs a tree kernel (ST, SST, SSTBow, PTK, SPTK) or "
                     f"Normalized(tree kernel), got {type(kernel).__name__}")
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .._unique import sorted_unique
+from ..errors import InputError
 from ._tree import Tree
 
 
@@ -94,7 +95,7 @@ class Forest:
                 done without the DAG (the cutting-plane baselines).
         """
         if expand is not None and len(expand) != len(trees):
-            raise ValueError(f"expand has {len(expand)} flags for {len(trees)} trees")
+            raise InputError(f"expand has {len(expand)} flags for {len(trees)} trees")
         n_trees = len(trees)
         sizes = np.fromiter((len(t.labels) for t in trees), np.int64, n_trees)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)

@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..errors import InputError
+
 
 @dataclasses.dataclass(frozen=True)
 class Tree:
@@ -30,18 +32,18 @@ class Tree:
 
     def __post_init__(self) -> None:
         if len(self.labels) == 0:
-            raise ValueError("a Tree needs at least one node")
+            raise InputError("a Tree needs at least one node")
         if len(self.labels) != len(self.children):
-            raise ValueError("labels and children must have the same length")
+            raise InputError("labels and children must have the same length")
         # Preorder: every node but the root has exactly one parent, numbered before it.
         has_parent = [False] * len(self.labels)
         for i, kids in enumerate(self.children):
             for c in kids:
                 if not i < c < len(self.labels) or has_parent[c]:
-                    raise ValueError(f"child {c} of node {i} breaks preorder numbering")
+                    raise InputError(f"child {c} of node {i} breaks preorder numbering")
                 has_parent[c] = True
         if not all(has_parent[1:]):
-            raise ValueError("every node but the root needs exactly one parent")
+            raise InputError("every node but the root needs exactly one parent")
 
     def __len__(self) -> int:
         return len(self.labels)
