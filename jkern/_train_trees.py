@@ -34,6 +34,21 @@ from .svm._expansion import KernelExpansion, stack_expansions
 from .svm._ksvm import ksvm, ksvm_ovr
 
 
+def check_kda_options(*, dropout: float, dev_fraction: float) -> None:
+    """`train_kda`'s options in their domains (the CLI checks them with this before any
+    work)."""
+    if not 0 <= dropout < 1:
+        raise InputError(f"dropout {dropout}: use a rate in [0, 1)")
+    if not 0 < dev_fraction < 1:
+        raise InputError(f"dev_fraction {dev_fraction}: use a fraction in (0, 1)")
+
+
+def check_labels(labels: Sequence[Any], n: int) -> None:
+    """One label per tree and at least two classes, as every `train_*` function requires
+    (the CLI checks a file's labels with this before any work)."""
+    _classes(labels, n)
+
+
 def _classes(labels: Sequence[Any], n: int) -> tuple[np.ndarray, np.ndarray]:
     """`(labels, sorted classes)` as arrays, checked: one label per tree, two classes."""
     lab = np.asarray(labels)
@@ -80,10 +95,7 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
     lab, classes = _classes(labels, len(trees))
     if not isinstance(projector, Nystrom):
         raise InputError("a KDA needs a single Nyström projector (not an ensemble)")
-    if not 0 <= dropout < 1:
-        raise InputError(f"dropout {dropout}: use a rate in [0, 1)")
-    if not 0 < dev_fraction < 1:
-        raise InputError(f"dev_fraction {dev_fraction}: use a fraction in (0, 1)")
+    check_kda_options(dropout=dropout, dev_fraction=dev_fraction)
     on = bool(gram_options.get("progress", False))
     with phase(on, f"kernel columns of {len(trees)} trees against {projector.n_landmarks} "
                    "landmarks"):

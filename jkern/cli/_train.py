@@ -14,6 +14,7 @@ from ._common import (
     check_output_path,
     compute_errors,
     gram_options,
+    input_errors,
     kernel_from_arguments,
     output_errors,
     positive_float,
@@ -128,10 +129,6 @@ def _check(args: argparse.Namespace) -> None:
             raise CLIError("give --kernel (or --projector FILE for --algo dcd/kda)")
         check_kernel_arguments(args)
     if args.algo == "kda":
-        if not 0 <= args.dropout < 1:
-            raise CLIError(f"--dropout {args.dropout}: use a rate in [0, 1)")
-        if not 0 < args.dev_fraction < 1:
-            raise CLIError(f"--dev-fraction {args.dev_fraction}: use a fraction in (0, 1)")
         if args.hidden is not None:
             try:
                 args.hidden = [int(w) for w in args.hidden.split(",")]
@@ -159,13 +156,18 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     import jkern
+    from jkern._train_trees import check_kda_options, check_labels
+
+    if args.algo == "kda":  # the library's checks, before any work
+        with input_errors():
+            check_kda_options(dropout=args.dropout, dev_fraction=args.dev_fraction)
 
     trees = read_trees_or_exit(args.trees)
     labels = read_labels_or_exit(args.trees, args.label_column)
-    if len(labels) != len(trees):
-        raise CLIError(f"{args.trees}: {len(trees)} trees but {len(labels)} labels")
-    if len(set(labels)) < 2:
-        raise CLIError(f"{args.trees}: needs at least two classes")
+    try:
+        check_labels(labels, len(trees))
+    except jkern.errors.InputError as err:
+        raise CLIError(f"{args.trees}: {err}") from err
     key = jax.random.PRNGKey(args.seed)
     options = gram_options(args)
     note = ""
