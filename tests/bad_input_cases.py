@@ -42,6 +42,25 @@ def _gram_with(value: float) -> np.ndarray:
     return g
 
 
+def _file_with(data: bytes, suffix: str = ".npz") -> str:
+    """A temporary file holding `data` (a model file's name, foreign content)."""
+    import os
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), f"model{suffix}")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _npy_bytes() -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.ones(3))
+    return buffer.getvalue()
+
+
 def _wide(n: int) -> str:
     return "(S " + " ".join(f"(N w{i % 2})" for i in range(n)) + ")"
 
@@ -59,7 +78,8 @@ def _run(code: str) -> Callable[[], object]:
 
         scope = dict(jkern=jkern, svm=svm, kda=kda, pa_fit=pa_fit, parse_penn=parse_penn,
                      np=np, jnp=jnp, GRAM=GRAM, LABELS=LABELS, trees=_trees(), key=_key(),
-                     poisoned=_poisoned, gram_with=_gram_with, wide=_wide)
+                     poisoned=_poisoned, gram_with=_gram_with, wide=_wide,
+                     file_with=_file_with, npy_bytes=_npy_bytes)
         return eval(code, scope)  # the code is this module's own text, shown in the docs
 
     return run
@@ -93,12 +113,18 @@ CASES: list[tuple[str, str]] = [
      "key=key, l2=float('nan'))", "InputError"),
     ("jkern.fit_nystrom(jkern.SST(0.4), trees, landmarks=7, key=key)", "InputError"),
     # shapes and empty sets
+    ("jkern.train_kda(jkern.fit_nystrom(jkern.SST(0.4), trees, landmarks=2, key=key), trees, "
+     "[0, 1, 0, 1], key=key, dev_fraction=0.1)", "InputError"),
     ("svm.ksvm(GRAM, LABELS).model.predict(np.ones((2, 3)))", "InputError"),
     ("svm.ksvm(np.zeros((0, 0)), [])", "InputError"),
     # trees
     ("parse_penn(b'(A x)')", "InputError"),
     ("parse_penn('(S (A a)')", "TreeParseError"),
     ("jkern.PTK(0.1, 0.4).gram([parse_penn(wide(3000))])", "TreeInputError"),
+    # model files
+    ("jkern.load(file_with(b'hello'))", "ModelFileError"),
+    ("jkern.load(file_with(npy_bytes()))", "ModelFileError"),
+    ("jkern.load(file_with(b'PK\\x03\\x04' + bytes(40)))", "ModelFileError"),
     # PA-I
     ("pa_fit(jkern.SparseRows.from_rows([{0: 0.5}, {1: 1.0}]), [1, -1], mode='splitting')",
      "InputError"),
@@ -114,8 +140,12 @@ def cases() -> list[tuple[str, str, Callable[[], object]]]:
 def outcome(run: Callable[[], object]) -> tuple[str, str]:
     """(the exception class name, its message) that `run` raises; ("returned", "") if it
     returns."""
+    import re
+
     try:
         run()
     except Exception as err:  # noqa: BLE001 - the table reports whatever is raised
-        return type(err).__name__, str(err).splitlines()[0]
+        # temporary directories differ from run to run: name the file alone
+        message = re.sub(r"\S*[/\\](model\.\w+)", r"\1", str(err).splitlines()[0])
+        return type(err).__name__, message
     return "returned", ""
