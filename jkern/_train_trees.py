@@ -34,13 +34,14 @@ from .svm._expansion import KernelExpansion, stack_expansions
 from .svm._ksvm import ksvm, ksvm_ovr
 
 
-def check_kda_options(*, dropout: float, dev_fraction: float) -> None:
+def check_kda_options(*, dropout: float, dev_fraction: float,
+                      names: tuple[str, str] = ("dropout", "dev_fraction")) -> None:
     """`train_kda`'s options in their domains (the CLI checks them with this before any
-    work)."""
+    work, `names` its flags')."""
     if not 0 <= dropout < 1:
-        raise InputError(f"dropout {dropout}: use a rate in [0, 1)")
+        raise InputError(f"{names[0]} {dropout}: use a rate in [0, 1)")
     if not 0 < dev_fraction < 1:
-        raise InputError(f"dev_fraction {dev_fraction}: use a fraction in (0, 1)")
+        raise InputError(f"{names[1]} {dev_fraction}: use a fraction in (0, 1)")
 
 
 def check_labels(labels: Sequence[Any], n: int) -> None:

@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.algo == "kda":  # the library's checks, before any work
         with input_errors():
-            check_kda_options(dropout=args.dropout, dev_fraction=args.dev_fraction)
+            check_kda_options(dropout=args.dropout, dev_fraction=args.dev_fraction,
+                              names=("--dropout", "--dev-fraction"))
 
     trees = read_trees_or_exit(args.trees)
     labels = read_labels_or_exit(args.trees, args.label_column)
