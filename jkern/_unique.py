@@ -17,13 +17,7 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     >>> sorted_unique(np.array([5, 1, 5, 3, 1]))
     array([1, 3, 5])
     """
-    s = np.sort(np.asarray(a).reshape(-1))
-    if s.size < 2:
-        return s
-    keep = np.empty(s.size, bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
+    return _distinct(np.sort(np.asarray(a).reshape(-1)))
 
 
 def merge_unique(parts: list[np.ndarray]) -> np.ndarray:
@@ -34,7 +28,11 @@ def merge_unique(parts: list[np.ndarray]) -> np.ndarray:
     >>> merge_unique([np.array([1, 4, 9]), np.array([2, 4])])
     array([1, 2, 4, 9])
     """
-    s = np.sort(np.concatenate(parts), kind="stable")
+    return _distinct(np.sort(np.concatenate(parts), kind="stable"))
+
+
+def _distinct(s: np.ndarray) -> np.ndarray:
+    """A sorted array without its repeats."""
     if s.size < 2:
         return s
     keep = np.empty(s.size, bool)
