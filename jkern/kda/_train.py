@@ -255,8 +255,8 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
     fitter = _compiled(optimizer, epochs, batch_size, patience, False)
     order = default_data_key(key) if data_key is None else data_key
-    l2 = nonnegative("l2", l2, model.nystrom.dtype)
-    return fitter(model, *data, key, l2, order).check(throw)
+    penalty = nonnegative("l2", l2, model.nystrom.dtype)
+    return fitter(model, *data, key, penalty, order).check(throw)
 
 
 def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],

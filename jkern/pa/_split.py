@@ -268,7 +268,8 @@ class CommonPart(eqx.Module):
                 break
             fs = f[..., combo].astype(self.keys.dtype)  # [..., nc, j], ascending
             oks.append(jnp.all(common[..., combo], axis=-1))
-            keys.append(sum((fs[..., i] + 1) * base ** i for i in range(j)))
+            digits = jnp.stack([(fs[..., i] + 1) * base ** i for i in range(j)])
+            keys.append(jnp.sum(digits, axis=0, dtype=self.keys.dtype))
         # one search for all sizes, on keys computed once (not re-fused into every probe)
         key = jax.lax.optimization_barrier(jnp.concatenate(keys, axis=-1))
         ok = jnp.concatenate(oks, axis=-1)
