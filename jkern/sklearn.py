@@ -1,0 +1,276 @@
+"""scikit-learn estimators over trees (issue 22; the optional extra `jkern[sklearn]`).
+
+X is a sequence of trees: `jkern.trees.Tree` objects, bracket strings (parsed with
+`parse_penn`) or `jkern.trees.Example`s. The estimators wrap jkern's own training functions,
+so a fitted estimator holds the jkern model (`model_`) and gives the same predictions:
+
+- `TreeKernelTransformer`: a tree kernel as features, either the precomputed Gram against
+  the training trees (`landmarks=None`, for `sklearn.svm.SVC(kernel="precomputed")`) or
+  Nyström features (`landmarks=m`);
+- `NystromSVC`: Nyström features + linear SVMs by dual coordinate descent
+  (`jkern.train_nystrom_svm`);
+- `KernelSVC`: the exact kernel SVM on the Gram (`jkern.train_kernel_svm`);
+- `KDAClassifier`: Nyström layer + MLP (`jkern.train_kda`), with `predict_proba`.
+
+The kernel is named by parameters that `GridSearchCV` can search: `kernel` ("st", "sst",
+"ptk"), `lam`, `mu` (PTK) and `normalize` (K(x, y) / sqrt(K(x, x) K(y, y))). Labels may be
+strings; `classes_` lists them sorted. `random_state` (an int) seeds the landmarks and the
+solvers.
+
+Which of scikit-learn's estimator checks apply: the API checks that take no data
+(`check_parameters_default_constructible`, `check_no_attributes_set_in_init`,
+`check_get_params_invariance`, `check_set_params`) pass (tests/test_sklearn.py); the others
+feed numeric arrays as X, which are not trees, and do not apply.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.utils.validation import check_is_fitted
+except ImportError as err:  # pragma: no cover - the extra is missing
+    raise ImportError("jkern.sklearn needs scikit-learn: pip install 'jkern[sklearn]'") from err
+
+from .errors import InputError
+
+KERNELS = ("st", "sst", "ptk")
+
+
+def as_trees(X: Any) -> list[Any]:
+    """X as a list of trees: `Tree`s and `Example`s as they are, strings parsed."""
+    from .trees import Example, Tree, parse_penn
+
+    if isinstance(X, (str, bytes)) or not isinstance(X, Sequence | np.ndarray):
+        raise InputError(f"X must be a sequence of trees (Tree objects or bracket strings), "
+                         f"got {type(X).__name__}")
+    out = []
+    for i, x in enumerate(X):
+        if isinstance(x, (Tree, Example)):
+            out.append(x)
+        elif isinstance(x, str):
+            out.append(parse_penn(x, source=f"X[{i}]"))
+        else:
+            raise InputError(f"X[{i}] is a {type(x).__name__}: give Tree objects or bracket "
+                             "strings")
+    if not out:
+        raise InputError("X holds no trees")
+    return out
+
+
+def _labels(y: Any, n: int) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != n:
+        raise InputError(f"y must hold one label per tree ({n}), got shape {y.shape}")
+    return y
+
+
+class _TreeKernelMixin:
+    """The kernel parameters every estimator shares."""
+
+    kernel: str
+    lam: float
+    mu: float
+    normalize: bool
+
+    def _kernel(self) -> Any:
+        import jkern
+
+        name = str(self.kernel).lower()
+        if name not in KERNELS:
+            raise InputError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
+        k = {"st": lambda: jkern.ST(self.lam), "sst": lambda: jkern.SST(self.lam),
+             "ptk": lambda: jkern.PTK(self.lam, self.mu)}[name]()
+        return jkern.Normalized(k) if self.normalize else k
+
+    def _key(self, salt: int = 0) -> Any:
+        import jax
+
+        seed = 0 if self.random_state is None else int(self.random_state)  # type: ignore
+        return jax.random.fold_in(jax.random.PRNGKey(seed), salt)
+
+
+def _warn_unless_successful(solution: Any, what: str) -> None:
+    from ._solution import RESULTS
+
+    codes = np.atleast_1d(np.asarray(solution.result))
+    bad = codes[codes != RESULTS.successful]
+    if bad.size:
+        warnings.warn(f"{what}: {RESULTS.message(int(bad[0]))}", ConvergenceWarning,
+                      stacklevel=3)
+
+
+class TreeKernelTransformer(_TreeKernelMixin, TransformerMixin, BaseEstimator):
+    """A tree kernel as features: K(X, training trees) (`landmarks=None`; feed it to
+    `SVC(kernel="precomputed")`), or the Nyström features of X (`landmarks=m`)."""
+
+    def __init__(self, kernel: str = "sst", lam: float = 0.4, mu: float = 0.4,
+                 normalize: bool = True, landmarks: int | None = None,
+                 random_state: int | None = 0) -> None:
+        self.kernel = kernel
+        self.lam = lam
+        self.mu = mu
+        self.normalize = normalize
+        self.landmarks = landmarks
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None) -> TreeKernelTransformer:
+        import jkern
+
+        trees = as_trees(X)
+        kernel = self._kernel()
+        if self.landmarks is None:
+            self.train_trees_ = trees
+            self.projector_ = None
+        else:
+            labels = None if y is None else _labels(y, len(trees)).tolist()
+            self.projector_ = jkern.fit_nystrom(kernel, trees, landmarks=int(self.landmarks),
+                                                key=self._key(), labels=labels)
+        self.kernel_ = kernel
+        self.n_features_out_ = (len(trees) if self.projector_ is None
+                                else int(self.projector_.projection.shape[1]))
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        import jkern
+
+        check_is_fitted(self, "kernel_")
+        trees = as_trees(X)
+        if self.projector_ is None:
+            return np.asarray(jkern.gram(self.kernel_, trees, self.train_trees_))
+        return np.asarray(self.projector_.embed(trees))
+
+
+class _TreeClassifier(_TreeKernelMixin, ClassifierMixin, BaseEstimator):
+    """predict / decision_function through the fitted jkern model (`model_`)."""
+
+    model_: Any  # set by fit
+
+    def _fitted(self, X: Any) -> list[Any]:
+        check_is_fitted(self, "model_")
+        return as_trees(X)
+
+    def _set_classes(self, y: np.ndarray) -> None:
+        self.classes_ = np.unique(y)
+        if len(self.classes_) < 2:
+            raise InputError(f"y holds one class ({str(self.classes_[0])!r}): a classifier needs "
+                             "at least two")
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.asarray(self.model_.predict(self._fitted(X)))
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """`[n]` for two classes (positive: `classes_[1]`), `[n, k]` for more."""
+        return np.asarray(self.model_.decision_function(self._fitted(X)))
+
+
+class NystromSVC(_TreeClassifier):
+    """Nyström features of `landmarks` training trees (stratified by class) + linear SVMs by
+    dual coordinate descent: one binary SVM for two classes, one-vs-rest for more
+    (`jkern.train_nystrom_svm`)."""
+
+    def __init__(self, kernel: str = "sst", lam: float = 0.4, mu: float = 0.4,
+                 normalize: bool = True, landmarks: int = 100, C: float = 1.0,
+                 random_state: int | None = 0) -> None:
+        self.kernel = kernel
+        self.lam = lam
+        self.mu = mu
+        self.normalize = normalize
+        self.landmarks = landmarks
+        self.C = C
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> NystromSVC:
+        import jkern
+
+        trees = as_trees(X)
+        y = _labels(y, len(trees))
+        self._set_classes(y)
+        self.projector_ = jkern.fit_nystrom(self._kernel(), trees, landmarks=int(self.landmarks),
+                                            key=self._key(0), labels=y.tolist())
+        solution = jkern.train_nystrom_svm(self.projector_, trees, y.tolist(), C=self.C,
+                                           key=self._key(1))
+        _warn_unless_successful(solution, "NystromSVC")
+        self.model_ = solution.model
+        return self
+
+
+class KernelSVC(_TreeClassifier):
+    """The exact kernel SVM on the tree-kernel Gram of the training trees
+    (`jkern.train_kernel_svm`: one binary SVM for two classes, one-vs-rest for more)."""
+
+    def __init__(self, kernel: str = "sst", lam: float = 0.4, mu: float = 0.4,
+                 normalize: bool = True, C: float = 1.0,
+                 random_state: int | None = 0) -> None:
+        self.kernel = kernel
+        self.lam = lam
+        self.mu = mu
+        self.normalize = normalize
+        self.C = C
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> KernelSVC:
+        import jkern
+
+        trees = as_trees(X)
+        y = _labels(y, len(trees))
+        self._set_classes(y)
+        solution = jkern.train_kernel_svm(self._kernel(), trees, y.tolist(), C=self.C)
+        _warn_unless_successful(solution, "KernelSVC")
+        self.model_ = solution.model
+        return self
+
+
+class KDAClassifier(_TreeClassifier):
+    """The kernel-based deep architecture: Nyström layer + MLP (`jkern.train_kda`),
+    early-stopped on a stratified `dev_fraction` of the training trees."""
+
+    def __init__(self, kernel: str = "sst", lam: float = 0.4, mu: float = 0.4,
+                 normalize: bool = True, landmarks: int = 100,
+                 hidden: tuple[int, ...] | None = None, dropout: float = 0.2,
+                 l2: float = 1e-4, epochs: int = 500, patience: int | None = 20,
+                 dev_fraction: float = 0.1, random_state: int | None = 0) -> None:
+        self.kernel = kernel
+        self.lam = lam
+        self.mu = mu
+        self.normalize = normalize
+        self.landmarks = landmarks
+        self.hidden = hidden
+        self.dropout = dropout
+        self.l2 = l2
+        self.epochs = epochs
+        self.patience = patience
+        self.dev_fraction = dev_fraction
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> KDAClassifier:
+        import jkern
+
+        trees = as_trees(X)
+        y = _labels(y, len(trees))
+        self._set_classes(y)
+        self.projector_ = jkern.fit_nystrom(self._kernel(), trees, landmarks=int(self.landmarks),
+                                            key=self._key(0), labels=y.tolist())
+        solution = jkern.train_kda(
+            self.projector_, trees, y.tolist(), key=self._key(1),
+            hidden=None if self.hidden is None else list(self.hidden), dropout=self.dropout,
+            l2=self.l2, epochs=self.epochs, patience=self.patience,
+            dev_fraction=self.dev_fraction, split_seed=0 if self.random_state is None
+            else int(self.random_state))
+        _warn_unless_successful(solution, "KDAClassifier")
+        self.model_ = solution.model
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """`[n, k]` class probabilities (the softmax of the network's class scores), columns
+        in `classes_` order."""
+        scores = np.asarray(self.model_.class_scores(self._fitted(X)), np.float64)
+        scores = scores - scores.max(axis=1, keepdims=True)
+        p = np.exp(scores)
+        return p / p.sum(axis=1, keepdims=True)

@@ -1,0 +1,120 @@
+"""jkern.sklearn: the estimators give the jkern models' own predictions, and work in
+Pipeline, GridSearchCV, cross_val_score and clone (issue 22), on TREC questions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from data_paths import SHARED_DATA, require
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import (
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_parameters_default_constructible,
+    check_set_params,
+)
+
+import jkern
+from jkern.errors import InputError
+from jkern.sklearn import KDAClassifier, KernelSVC, NystromSVC, TreeKernelTransformer
+
+ESTIMATORS = [TreeKernelTransformer, NystromSVC, KernelSVC, KDAClassifier]
+
+
+@pytest.fixture(scope="module")
+def trec():
+    """40 training questions of each of three coarse classes (string labels) and 14 test
+    ones of each, as bracket text."""
+    from jkern.data import load_trec
+
+    require(SHARED_DATA / "trec")
+    data = load_trec(SHARED_DATA, "train")
+    train, test = [], []
+    for c in ("HUM", "LOC", "NUM"):
+        rows = [i for i, k in enumerate(data.coarse) if k == c]
+        train += rows[:40]
+        test += rows[40:54]
+    split = [([data.trees[i].to_penn() for i in part], np.array([data.coarse[i] for i in part]))
+             for part in (train, test)]
+    return split[0][0], split[0][1], split[1][0], split[1][1]
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_api_checks_that_apply(cls):
+    name = cls.__name__
+    check_parameters_default_constructible(name, cls())
+    check_no_attributes_set_in_init(name, cls())
+    check_get_params_invariance(name, cls())
+    check_set_params(name, cls())
+
+
+def test_nystrom_svc_is_the_library_model(trec):
+    x, y, xt, yt = trec
+    est = NystromSVC(landmarks=30, C=1.0).fit(x, y)
+    assert est.classes_.tolist() == ["HUM", "LOC", "NUM"]
+    pred = est.predict(xt)
+    assert set(pred.tolist()) <= set(est.classes_.tolist())
+    assert est.decision_function(xt).shape == (len(xt), 3)
+    # the same model as the library call it wraps
+    import jax
+
+    trees = [jkern.trees.parse_penn(t) for t in x]
+    projector = jkern.fit_nystrom(jkern.Normalized(jkern.SST(0.4)), trees, landmarks=30,
+                                  key=jax.random.fold_in(jax.random.PRNGKey(0), 0), labels=y)
+    model = jkern.train_nystrom_svm(projector, trees, y.tolist(), C=1.0,
+                                    key=jax.random.fold_in(jax.random.PRNGKey(0), 1)).model
+    test = [jkern.trees.parse_penn(t) for t in xt]
+    np.testing.assert_array_equal(pred, np.asarray(model.predict(test)))
+    assert est.score(xt, yt) > 0.5
+
+
+def test_grid_search_over_lambda_and_C(trec):
+    x, y, _, _ = trec
+    two = np.isin(y, ["HUM", "LOC"])
+    xs = [t for t, k in zip(x, two) if k]
+    search = GridSearchCV(KernelSVC(), {"lam": [0.2, 0.4], "C": [0.5, 2.0]}, cv=2)
+    search.fit(xs, y[two])
+    assert set(search.best_params_) == {"lam", "C"}
+    assert search.best_estimator_.decision_function(xs[:5]).shape == (5,)
+    scores = cross_val_score(clone(search.best_estimator_), xs, y[two], cv=2)
+    assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
+
+
+def test_precomputed_gram_in_a_pipeline(trec):
+    x, y, xt, yt = trec
+    pipe = Pipeline([("kernel", TreeKernelTransformer(kernel="ptk", lam=0.4, mu=0.4)),
+                     ("svm", SVC(kernel="precomputed", C=1.0))])
+    pipe.fit(x, y)
+    gram = pipe.named_steps["kernel"].transform(xt)
+    assert gram.shape == (len(xt), len(x))
+    np.testing.assert_allclose(
+        gram, np.asarray(jkern.gram(jkern.Normalized(jkern.PTK(0.4, 0.4)),
+                                    [jkern.trees.parse_penn(t) for t in xt],
+                                    [jkern.trees.parse_penn(t) for t in x])))
+    assert pipe.score(xt, yt) > 0.5
+    feats = TreeKernelTransformer(landmarks=20).fit(x, y).transform(xt)
+    assert feats.shape[0] == len(xt) and np.all(np.isfinite(feats))
+
+
+def test_kda_probabilities(trec):
+    x, y, xt, _ = trec
+    est = KDAClassifier(landmarks=20, hidden=(16,), epochs=5, patience=None,
+                        dev_fraction=0.2).fit(x, y)
+    p = est.predict_proba(xt)
+    assert p.shape == (len(xt), 3)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(est.classes_[np.argmax(p, axis=1)], est.predict(xt))
+
+
+def test_bad_inputs_are_input_errors():
+    with pytest.raises(InputError, match="sequence of trees"):
+        NystromSVC().fit("(S (A a))", ["a"])
+    with pytest.raises(InputError, match="one class"):
+        KernelSVC().fit(["(S (A a))", "(S (B b))"], ["a", "a"])
+    with pytest.raises(InputError, match="kernel must be one of"):
+        KernelSVC(kernel="rbf").fit(["(S (A a))", "(S (B b))"], ["a", "b"])
+    with pytest.raises(InputError, match=r"X\[1\]"):
+        KernelSVC().fit(["(S (A a))", 3], ["a", "b"])
