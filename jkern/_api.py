@@ -31,6 +31,7 @@ from ._programs import program_stats as program_stats
 from ._solution import RESULTS as RESULTS
 from ._solution import Solution as Solution
 from ._sparse import SparseRows as SparseRows
+from ._text import parse as parse
 from ._train_trees import train_cutting_plane as train_cutting_plane
 from ._train_trees import train_kda as train_kda
 from ._train_trees import train_kernel_svm as train_kernel_svm

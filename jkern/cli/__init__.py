@@ -11,7 +11,8 @@ non-zero exit code, never a traceback:
 Output files are written atomically (a temporary file in the same directory, then
 `os.replace`), so a failed run leaves no output file behind.
 
-One module per command (`_gram`, `_nystrom`, `_train`, `_predict`, `_convert`, `_ds`, `_pa`),
+One module per command (`_gram`, `_nystrom`, `_train`, `_predict`, `_convert`, `_parse`,
+`_ds`, `_pa`),
 each with a `SUMMARY`, `configure(parser)` and `run(args) -> exit code`; they parse arguments
 and call the library, and share only `_common`.
 
@@ -27,11 +28,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import _convert, _ds, _gram, _nystrom, _pa, _predict, _train
+from . import _convert, _ds, _gram, _nystrom, _pa, _parse, _predict, _train
 from ._common import EXIT_COMPUTE, CLIError, Parser
 
 COMMANDS = {"gram": _gram, "nystrom": _nystrom, "train": _train, "predict": _predict,
-            "convert": _convert, "ds": _ds, "pa": _pa}
+            "convert": _convert, "parse": _parse, "ds": _ds, "pa": _pa}
 
 
 def build_parser() -> argparse.ArgumentParser:

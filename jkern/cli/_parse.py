@@ -1,0 +1,93 @@
+"""`jkern parse`: raw sentences to trees with spaCy (the optional extra `jkern[ds]`), written
+so that every other command reads them: Penn trees one per line, or with labels a TSV with
+`label` and `tree` columns (see docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ._common import (
+    EXIT_OK,
+    CLIError,
+    add_quiet_argument,
+    input_errors,
+    output_errors,
+    say,
+)
+
+SUMMARY = "parse raw sentences into dependency trees (GRCT, LCT, LOCT) with spaCy"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", metavar="TEXT",
+                   help="one sentence (or question) per line; with --labels, 'LABEL<TAB>text' "
+                        "lines. Empty lines are skipped")
+    p.add_argument("--shape", choices=("grct", "lct", "loct"), default="grct",
+                   help="the dependency tree shape (Croce et al. 2011; default grct)")
+    p.add_argument("--labels", action="store_true",
+                   help="each line starts with a label and a tab; the output is a TSV with "
+                        "'label' and 'tree' columns, which `jkern train` reads (default: no "
+                        "labels, Penn trees one per line)")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="where parses are cached (default $JKERN_PARSE_CACHE or "
+                        "~/.cache/jkern/parses)")
+    p.add_argument("--out", "-o", required=True, metavar="FILE",
+                   help="the trees file (required)")
+    add_quiet_argument(p)
+
+
+def _read(path: str, labelled: bool) -> tuple[list[str | None], list[str]]:
+    """(labels or Nones, texts) of the non-empty lines."""
+    labels: list[str | None] = []
+    texts: list[str] = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            if labelled:
+                label, tab, text = line.partition("\t")
+                if not tab or not label.strip() or not text.strip():
+                    raise CLIError(f"{path}:{number}: expected 'LABEL<TAB>text' (--labels)")
+                labels.append(label.strip())
+                texts.append(text)
+            else:
+                labels.append(None)
+                texts.append(line)
+    return labels, texts
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise CLIError(f"--out {args.out}: directory {str(out.parent)!r} does not exist")
+    if out.is_dir():
+        raise CLIError(f"--out {args.out}: is a directory")
+    with input_errors():
+        labels, texts = _read(args.text, args.labels)
+    if not texts:
+        raise CLIError(f"{args.text}: no sentences in file")
+    import jkern
+    from jkern._io import write_atomic
+
+    say(args, f"parsing {len(texts)} sentences with spaCy ...")
+    with input_errors():
+        try:
+            trees = jkern.parse(texts, shape=args.shape, cache_dir=args.cache_dir)
+        except ImportError as err:
+            raise CLIError(str(err)) from err
+    if args.labels:
+        lines = ["label\ttree"] + [f"{lab}\t{t.to_penn()}" for lab, t in zip(labels, trees)]
+    else:
+        lines = [t.to_penn() for t in trees]
+    text = "".join(f"{line}\n" for line in lines)
+    with output_errors():
+        write_atomic(out, lambda f: f.write(text.encode("utf-8")))
+    if not args.quiet:
+        print(f"jkern: parse {args.shape}: {len(trees)} trees -> {args.out} in "
+              f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return EXIT_OK
