@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Create .venv (if absent) and install jkern editable with the extras named by the first
-# argument (default: test,vectors). Idempotent.
-# Sourced by scripts/test.sh (dev,vectors,ds: the linters and spaCy too) and scripts/example.sh; can also
-# be run on its own.
+# argument (default: plot, what the main example needs). Idempotent.
+# Sourced by scripts/test.sh (dev,vectors,ds,plot: the test tools, linters, word vectors,
+# spaCy and matplotlib) and scripts/example.sh (plot); can also be run on its own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-extras="${1:-test,vectors}"
+extras="${1:-plot}"
 
 if [ ! -x .venv/bin/python ]; then
     if command -v python3.11 >/dev/null 2>&1; then
