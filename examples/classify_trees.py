@@ -1,4 +1,5 @@
-"""Classify real trees with a tree kernel: k-NN and nearest class mean in kernel space.
+"""Train tree-kernel classifiers end to end on real trees: the exact kernel SVM, Nyström +
+linear SVM, and the kernel-based deep architecture (Nyström layer + MLP).
 
 Two corpora of real trees:
   stdlib  the abstract syntax trees of ~900 Python standard-library functions, labelled by
@@ -7,39 +8,59 @@ Two corpora of real trees:
   trec    constituency parses of the UIUC/TREC questions, 6 coarse classes, official
           5,401/500 split, read from --data-dir (default ../shared/data).
 
-Both build a normalized Gram matrix with the library API (`jkern.gram`) and classify each test
-tree by its most similar training trees (1-NN, 5-NN) and by its nearest class mean. With a
-normalized kernel K(x,x) = 1, so the kernel distance d²(x,y) = 2 - 2K(x,y) ranks neighbours
-exactly as the similarity K does.
+The learners, all on a normalized tree kernel (PTK by default):
+  KSVM         the exact kernel SVM on the Gram of the training trees (SMO, one-vs-rest):
+               classifying a tree costs one kernel evaluation per support vector;
+  Nystrom+DCD  a Nyström projection on `--landmarks` training trees, then linear SVMs by
+               dual coordinate descent: a tree costs one evaluation per landmark;
+  KDA          the same Nyström layer followed by an MLP, early-stopped on a development
+               part of the training trees: the same cost per tree.
 
-The default run (stdlib, 720 train + 180 test trees) is meant to finish in well under two
-minutes on a 2-core CPU. Usage:
+It prints a table (test accuracy, training and prediction seconds, kernel evaluations per
+test tree and the saving against KSVM), saves the Nyström model with `jkern.save`, loads it
+back and classifies new inputs with it, and draws the table as a PNG (with matplotlib).
 
     python examples/classify_trees.py                      # stdlib corpus, PTK
-    python examples/classify_trees.py --kernel sst --lam 0.4
-    python examples/classify_trees.py --corpus trec --n-train 2000
+    python examples/classify_trees.py --kernel sst --landmarks 100
+    python examples/classify_trees.py --corpus trec --data-dir ../shared/data --n-train 2000
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import pathlib
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 import jkern
-from jkern.data import load_stdlib_functions, load_trec, stratified_split
+from jkern.data import ast_to_tree, load_stdlib_functions, load_trec, stratified_split
+from jkern.trees import parse_penn
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
 
-
-def make_kernel(name: str, lam: float, mu: float):
-    """The normalized tree kernel named on the command line."""
-    return jkern.Normalized(jkern.kernels.kernel_by_name(name, lam=lam, mu=mu))
+# New inputs for the reloaded model: functions and questions it has never seen.
+NEW_FUNCTIONS = {
+    "a coroutine": "async def fetch(reader):\n    data = await reader.read(100)\n"
+                   "    await asyncio.sleep(0)\n    return data\n",
+    "a log call": "def note(self, msg, *args):\n    if self.isEnabledFor(INFO):\n"
+                  "        self._log(INFO, msg, args)\n",
+    "a test": "def test_upper(self):\n    self.assertEqual('foo'.upper(), 'FOO')\n"
+              "    self.assertTrue('FOO'.isupper())\n",
+}
+NEW_QUESTIONS = {
+    "Who wrote Hamlet ?": "(ROOT (SBARQ (WHNP (WP Who))(SQ (VP (VBD wrote)(NP (NNP Hamlet))))"
+                          "(. ?)))",
+    "Where is Paris ?": "(ROOT (SBARQ (WHADVP (WRB Where))(SQ (VBZ is)(NP (NNP Paris)))(. ?)))",
+    "How many moons does Mars have ?": "(ROOT (SBARQ (WHNP (WHADJP (WRB How)(JJ many))"
+                                       "(NNS moons))(SQ (VBZ does)(NP (NNP Mars))(VP (VB have)))"
+                                       "(. ?)))",
+}
 
 
 def cap(indices: list[int], n: int | None, rng: np.random.Generator) -> list[int]:
@@ -56,136 +77,161 @@ def load(args: argparse.Namespace, rng: np.random.Generator):
         trees, labels = data.trees, data.labels
         tr, te = (ix.tolist() for ix in stratified_split(labels, 0.2, seed=args.seed))
         tr, te = cap(tr, args.n_train, rng), cap(te, args.n_test, rng)
-        return (
-            [trees[i] for i in tr],
-            [labels[i] for i in tr],
-            [trees[i] for i in te],
-            [labels[i] for i in te],
-        )
+        return ([trees[i] for i in tr], [labels[i] for i in tr],
+                [trees[i] for i in te], [labels[i] for i in te])
     train = load_trec(args.data_dir, "train")
     test = load_trec(args.data_dir, "test")
     tr = cap(list(range(len(train.trees))), args.n_train, rng)
     te = cap(list(range(len(test.trees))), args.n_test, rng)
-    return (
-        [train.trees[i] for i in tr],
-        [train.coarse[i] for i in tr],
-        [test.trees[i] for i in te],
-        [test.coarse[i] for i in te],
-    )
+    return ([train.trees[i] for i in tr], [train.coarse[i] for i in tr],
+            [test.trees[i] for i in te], [test.coarse[i] for i in te])
 
 
-def knn_predict(sim: np.ndarray, y_train: np.ndarray, classes: np.ndarray, k: int) -> np.ndarray:
-    """Majority vote of the `k` most similar training items; ties go to the larger summed
-    similarity (then to the first class in sorted order)."""
-    k = min(k, sim.shape[1])
-    nearest = np.argsort(-sim, axis=1, kind="stable")[:, :k]  # [n_test, k]
-    onehot = y_train[nearest][..., None] == classes[None, None, :]  # [n_test, k, C]
-    votes = onehot.sum(axis=1)  # [n_test, C]
-    weight = (onehot * sim[np.arange(sim.shape[0])[:, None], nearest][..., None]).sum(axis=1)
-    score = votes + weight / (k + 1.0)  # the weight term is < 1: it only breaks ties
-    return classes[np.argmax(score, axis=1)]
+def new_inputs(corpus: str) -> dict[str, object]:
+    """Names and trees of inputs no model has seen."""
+    if corpus == "stdlib":
+        return {name: ast_to_tree(ast.parse(src).body[0]) for name, src in NEW_FUNCTIONS.items()}
+    return {name: parse_penn(text) for name, text in NEW_QUESTIONS.items()}
 
 
-def class_mean_predict(
-    sim: np.ndarray,
-    y_train: np.ndarray,
-    classes: np.ndarray,
-    g_train: np.ndarray | None = None,
-) -> np.ndarray:
-    """Nearest class mean in kernel space.
+class Phase:
+    """Prints what runs, then its seconds (progress for a run that takes minutes)."""
 
-    Without `g_train`: the class whose training items have the highest mean similarity to the
-    test item. With it: the class mean m_c nearest in feature space, where
-    ‖φ(x) − m_c‖² = K(x,x) − 2·mean_j K(x, y_j) + mean_{j,l} K(y_j, y_l), and K(x,x) = 1 for a
-    normalized kernel (so it drops out of the argmin).
-    """
-    member = (y_train[:, None] == classes[None, :]).astype(sim.dtype)  # [n_train, C]
-    size = member.sum(axis=0)  # [C]
-    mean_sim = (sim @ member) / size[None, :]  # [n_test, C]
-    if g_train is None:
-        return classes[np.argmax(mean_sim, axis=1)]
-    mean_norm2 = np.einsum("jc,jl,lc->c", member, g_train, member) / size**2  # ‖m_c‖²
-    return classes[np.argmin(mean_norm2[None, :] - 2.0 * mean_sim, axis=1)]
+    def __init__(self, what: str, on: bool) -> None:
+        self.what, self.on = what, on
+
+    def __enter__(self) -> Phase:
+        if self.on:
+            print(f"  {self.what} ...", flush=True)
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self.t0
+        if self.on and exc[0] is None:
+            print(f"  {self.what}: {self.seconds:.1f} s", flush=True)
+
+
+def plot(rows: list[dict], path: pathlib.Path) -> str:
+    """The table as two bar charts (accuracy, seconds); a note when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib not installed (pip install -e '.[plot]'): no PNG written"
+    names = [r["learner"] for r in rows]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    a.bar(names, [r["accuracy"] for r in rows], color="tab:blue")
+    a.set_ylabel("test accuracy")
+    a.set_ylim(0, 1)
+    b.bar(names, [r["train_s"] for r in rows], color="tab:orange", label="training")
+    b.bar(names, [r["predict_s"] for r in rows], bottom=[r["train_s"] for r in rows],
+          color="tab:green", label="prediction")
+    b.set_ylabel("seconds")
+    b.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"plot: {path}"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", choices=["stdlib", "trec"], default="stdlib")
-    p.add_argument(
-        "--data-dir",
-        type=pathlib.Path,
-        default=DEFAULT_DATA_DIR,
-        help="shared data folder holding trec/ (for --corpus trec; default ../shared/data)",
-    )
-    p.add_argument("--kernel", choices=["st", "sst", "ptk"], default="ptk")
+    p.add_argument("--corpus", choices=["stdlib", "trec"], default="stdlib",
+                   help="the trees (default stdlib)")
+    p.add_argument("--data-dir", type=pathlib.Path, default=DEFAULT_DATA_DIR,
+                   help="shared data folder holding trec/ (for --corpus trec; default "
+                        "../shared/data)")
+    p.add_argument("--kernel", choices=["st", "sst", "ptk"], default="ptk",
+                   help="the tree kernel, normalized (default ptk)")
     p.add_argument("--lam", type=float, default=0.4, help="decay λ (default 0.4)")
     p.add_argument("--mu", type=float, default=0.4, help="PTK vertical decay μ (default 0.4)")
+    p.add_argument("--C", type=float, default=10.0, help="the SVMs' C (default 10)")
+    p.add_argument("--landmarks", type=int, default=200,
+                   help="Nyström landmarks, stratified by class (default 200)")
+    p.add_argument("--epochs", type=int, default=200, help="KDA epochs at most (default 200)")
     p.add_argument("--n-train", type=int, default=None, help="cap on training trees")
     p.add_argument("--n-test", type=int, default=None, help="cap on test trees")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="split, landmarks and KDA (default 0)")
+    p.add_argument("--out-dir", type=pathlib.Path,
+                   default=pathlib.Path(tempfile.gettempdir()) / "jkern-example",
+                   help="where the model and the plot go (default: a jkern-example folder "
+                        "in the temporary directory)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     args = p.parse_args(argv)
+    on = not args.quiet
+
+    import jax
 
     rng = np.random.default_rng(args.seed)
     try:
-        train_trees, y_train_list, test_trees, y_test_list = load(args, rng)
+        train, y_train_list, test, y_test_list = load(args, rng)
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    y_train, y_test = np.array(y_train_list), np.array(y_test_list)
-    classes = np.array(sorted(set(y_train_list)))
-
-    nodes_train = sum(len(t) for t in train_trees)
-    nodes_test = sum(len(t) for t in test_trees)
-    print(
-        f"corpus {args.corpus}: {len(train_trees)} train trees ({nodes_train} nodes), "
-        f"{len(test_trees)} test trees ({nodes_test} nodes), "
-        f"mean {(nodes_train + nodes_test) / (len(train_trees) + len(test_trees)):.1f} nodes"
-    )
+    y_test = np.array(y_test_list)
     n_tr, n_te = collections.Counter(y_train_list), collections.Counter(y_test_list)
+    nodes = sum(len(t) for t in train) + sum(len(t) for t in test)
+    print(f"corpus {args.corpus}: {len(train)} train and {len(test)} test trees, "
+          f"{nodes / (len(train) + len(test)):.1f} nodes on average")
     print(f"\n{'class':<12}{'train':>7}{'test':>7}")
     for c in sorted(set(n_tr) | set(n_te)):
         print(f"{c:<12}{n_tr[c]:>7}{n_te[c]:>7}")
 
-    kernel = make_kernel(args.kernel, args.lam, args.mu)
-    t0 = time.perf_counter()
-    train_stats: dict = {}
-    g_train = np.asarray(jkern.gram(kernel, train_trees, stats=train_stats))
-    t1 = time.perf_counter()
-    test_stats: dict = {}
-    g_test = np.asarray(jkern.gram(kernel, test_trees, train_trees, stats=test_stats))
-    t2 = time.perf_counter()
-    print(
-        f"\nkernel {args.kernel} (λ={args.lam}"
-        + (f", μ={args.mu}" if args.kernel == "ptk" else "")
-        + ", normalized)"
-    )
-    print(
-        f"gram train {g_train.shape[0]}x{g_train.shape[1]}: {t1 - t0:.2f} s;  "
-        f"test x train {g_test.shape[0]}x{g_test.shape[1]}: {t2 - t1:.2f} s "
-        f"(XLA programs compiled or loaded from the cache: {train_stats['programs']} + "
-        f"{test_stats['programs']})"
-    )
-    if not (np.all(np.isfinite(g_train)) and np.all(np.isfinite(g_test))):
-        print("error: the Gram matrix has non-finite entries", file=sys.stderr)
-        return 1
-    # Leave-one-out on the training Gram (self-similarity masked) as a sanity figure.
-    g_loo = g_train.copy()
-    np.fill_diagonal(g_loo, -np.inf)
+    kernel = jkern.Normalized(jkern.kernels.kernel_by_name(args.kernel, lam=args.lam,
+                                                           mu=args.mu))
+    print(f"\nkernel {args.kernel} (λ={args.lam}"
+          + (f", μ={args.mu}" if args.kernel == "ptk" else "") + ", normalized)")
+    key = jax.random.PRNGKey(args.seed)
+    rows: list[dict] = []
 
-    majority = classes[np.argmax([n_tr[c] for c in classes])]
-    rows = [
-        ("majority class", np.full(len(y_test), majority)),
-        ("1-NN", knn_predict(g_test, y_train, classes, 1)),
-        ("5-NN", knn_predict(g_test, y_train, classes, 5)),
-        ("class mean similarity", class_mean_predict(g_test, y_train, classes)),
-        ("nearest class mean", class_mean_predict(g_test, y_train, classes, g_train)),
-    ]
-    loo_1nn = float(np.mean(knn_predict(g_loo, y_train, classes, 1) == y_train))
-    print(f"\n{'method':<22}{'test accuracy':>14}")
-    for name, pred in rows:
-        print(f"{name:<22}{np.mean(pred == y_test):>14.3f}")
-    print(f"{'1-NN (train, LOO)':<22}{loo_1nn:>14.3f}")
-    return 0
+    def record(name: str, model, fit: Phase, evals: int) -> None:
+        with Phase(f"{name}: classifying the test trees", on) as pred_phase:
+            pred = np.asarray(model.predict(test))
+        rows.append({"learner": name, "accuracy": float(np.mean(pred == y_test)),
+                     "train_s": fit.seconds, "predict_s": pred_phase.seconds,
+                     "evals": evals})
+
+    print("\ntraining")
+    with Phase("KSVM: Gram of the training trees, SMO", on) as fit:
+        ksvm = jkern.train_kernel_svm(kernel, train, y_train_list, C=args.C).model
+    record("KSVM", ksvm, fit, ksvm.n_support)
+    with Phase(f"Nystrom+DCD: {args.landmarks} landmarks, embedding, DCD", on) as fit:
+        projector = jkern.fit_nystrom(kernel, train, landmarks=args.landmarks,
+                                      key=jax.random.fold_in(key, 1), labels=y_train_list)
+        nystrom = jkern.train_nystrom_svm(projector, train, y_train_list, C=args.C,
+                                          key=jax.random.fold_in(key, 2)).model
+    record("Nystrom+DCD", nystrom, fit, projector.n_landmarks)
+    with Phase(f"KDA: the same landmarks, MLP, up to {args.epochs} epochs", on) as fit:
+        kda = jkern.train_kda(projector, train, y_train_list, key=jax.random.fold_in(key, 3),
+                              epochs=args.epochs, patience=20).model
+    record("KDA", kda, fit, projector.n_landmarks)
+
+    base = rows[0]["evals"]
+    print(f"\n{'learner':<13}{'accuracy':>9}{'train s':>9}{'predict s':>10}"
+          f"{'evals/tree':>11}{'saving':>8}")
+    for r in rows:
+        saving = f"{1 - r['evals'] / base:.0%}" if base else "-"
+        print(f"{r['learner']:<13}{r['accuracy']:>9.3f}{r['train_s']:>9.1f}"
+              f"{r['predict_s']:>10.1f}{r['evals']:>11}{saving:>8}")
+    print("(evals/tree: kernel evaluations to classify one tree: support vectors for KSVM, "
+          "landmarks for the Nyström models; saving: against KSVM)")
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    path = args.out_dir / "nystrom_dcd.npz"
+    jkern.save(path, nystrom)
+    reloaded = jkern.load(path)
+    same = np.array_equal(np.asarray(reloaded.predict(test)), np.asarray(nystrom.predict(test)))
+    print(f"\nsaved the Nystrom+DCD model to {path}; reloaded, it gives the same predictions "
+          f"on the {len(test)} test trees: {'yes' if same else 'NO'}")
+    inputs = new_inputs(args.corpus)
+    labels = np.asarray(reloaded.predict(list(inputs.values())))
+    for name, label in zip(inputs, labels):
+        print(f"  {name!r:<38} -> {label}")
+    print(plot(rows, args.out_dir / "example.png"))
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
