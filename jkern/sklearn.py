@@ -10,14 +10,18 @@ so a fitted estimator holds the jkern model (`model_`) and gives the same predic
 - `NystromSVC`: Nyström features + linear SVMs by dual coordinate descent
   (`jkern.train_nystrom_svm`);
 - `KernelSVC`: the exact kernel SVM on the Gram (`jkern.train_kernel_svm`);
-- `KDAClassifier`: Nyström layer + MLP (`jkern.train_kda`), with `predict_proba`.
+- `KDAClassifier`: Nyström layer + MLP (`jkern.train_kda`), with `predict_proba`;
+- `PAClassifier`: online PA-I with the polynomial kernel over sparse feature vectors
+  (`jkern.pa.fit`; X a SciPy sparse matrix, a dense array, a `jkern.SparseRows` or a list of
+  {feature: value} dicts), binary (wrap it in `OneVsRestClassifier` for more classes).
 
 The kernel is named by parameters that `GridSearchCV` can search: `kernel` ("st", "sst",
 "ptk"), `lam`, `mu` (PTK) and `normalize` (K(x, y) / sqrt(K(x, x) K(y, y))). Labels may be
 strings; `classes_` lists them sorted. `random_state` (an int) seeds the landmarks and the
 solvers.
 
-Which of scikit-learn's estimator checks apply: the API checks that take no data
+Which of scikit-learn's estimator checks apply to the tree estimators: the API checks that
+take no data
 (`check_parameters_default_constructible`, `check_no_attributes_set_in_init`,
 `check_get_params_invariance`, `check_set_params`) pass (tests/test_sklearn.py); the others
 feed numeric arrays as X, which are not trees, and do not apply.
@@ -274,3 +278,72 @@ class KDAClassifier(_TreeClassifier):
         scores = scores - scores.max(axis=1, keepdims=True)
         p = np.exp(scores)
         return p / p.sum(axis=1, keepdims=True)
+
+
+def as_sparse_rows(X: Any) -> Any:
+    """X as a `jkern.SparseRows`: a SciPy sparse matrix, a dense 2-D array, a `SparseRows`
+    or a list of {feature id: value} dicts."""
+    from ._sparse import SparseRows
+
+    if isinstance(X, SparseRows):
+        return X
+    if hasattr(X, "tocoo") and hasattr(X, "shape"):  # a SciPy sparse matrix or array
+        coo = X.tocoo()
+        return SparseRows.from_coo(np.asarray(coo.row), np.asarray(coo.col),
+                                   np.asarray(coo.data, np.float64), tuple(coo.shape))
+    if isinstance(X, (list, tuple)) and X and all(isinstance(r, dict) for r in X):
+        return SparseRows.from_rows(list(X))
+    a = np.asarray(X)
+    if a.ndim != 2 or a.dtype.kind not in "biuf":
+        raise InputError(f"X must be a 2-D numeric array, a sparse matrix or a list of "
+                         f"{{feature: value}} dicts, got {type(X).__name__} of shape "
+                         f"{getattr(a, 'shape', None)}")
+    return SparseRows.from_dense(a.astype(np.float64))
+
+
+class PAClassifier(ClassifierMixin, BaseEstimator):
+    """Online PA-I with the polynomial kernel (1 + s·x)^d over sparse feature vectors
+    (`jkern.pa.fit`, opal's rule): two classes, `classes_[1]` the positive one. `mode` picks
+    how margins are computed (the same model in every exact mode; `"explicit"`,
+    `"splitting"` and `"slicing"` need binary features)."""
+
+    def __init__(self, degree: int = 2, C: float = 1.0, epochs: int = 10,
+                 mode: str = "block", average: bool = False, shuffle: bool = False,
+                 random_state: int | None = 0) -> None:
+        self.degree = degree
+        self.C = C
+        self.epochs = epochs
+        self.mode = mode
+        self.average = average
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> PAClassifier:
+        import jax
+
+        from .pa import fit
+
+        rows = as_sparse_rows(X)
+        y = _labels(y, rows.shape[0])
+        self.classes_ = np.unique(y)
+        if len(self.classes_) != 2:
+            raise InputError(f"PA-I is a binary learner; y holds {len(self.classes_)} "
+                             "class(es): wrap it in sklearn.multiclass.OneVsRestClassifier "
+                             "for more than two")
+        signs = np.where(y == self.classes_[1], 1, -1)
+        seed = 0 if self.random_state is None else int(self.random_state)
+        solution = fit(rows, signs, degree=self.degree, C=self.C, epochs=self.epochs,
+                       mode=self.mode, average=self.average, shuffle=self.shuffle,
+                       key=jax.random.PRNGKey(seed) if self.shuffle else None)
+        _warn_unless_successful(solution, "PAClassifier")
+        self.model_ = solution.model
+        self.n_features_in_ = rows.shape[1]
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """`[n]` margins; positive: `classes_[1]`."""
+        check_is_fitted(self, "model_")
+        return np.asarray(self.model_.decision_function(as_sparse_rows(X)))
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.where(self.decision_function(X) >= 0, self.classes_[1], self.classes_[0])

@@ -19,9 +19,15 @@ from sklearn.utils.estimator_checks import (
 
 import jkern
 from jkern.errors import InputError
-from jkern.sklearn import KDAClassifier, KernelSVC, NystromSVC, TreeKernelTransformer
+from jkern.sklearn import (
+    KDAClassifier,
+    KernelSVC,
+    NystromSVC,
+    PAClassifier,
+    TreeKernelTransformer,
+)
 
-ESTIMATORS = [TreeKernelTransformer, NystromSVC, KernelSVC, KDAClassifier]
+ESTIMATORS = [TreeKernelTransformer, NystromSVC, KernelSVC, KDAClassifier, PAClassifier]
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +124,42 @@ def test_bad_inputs_are_input_errors():
         KernelSVC(kernel="rbf").fit(["(S (A a))", "(S (B b))"], ["a", "b"])
     with pytest.raises(InputError, match=r"X\[1\]"):
         KernelSVC().fit(["(S (A a))", 3], ["a", "b"])
+
+
+def test_pa_classifier_is_jkern_pa_fit():
+    import jax
+    import scipy.sparse as sp
+
+    from jkern.pa import conjunctive_concepts, fit
+
+    train, test = conjunctive_concepts(600, 200, key=jax.random.key(0), n_features=300)
+    y = np.where(np.asarray(train.labels) > 0, "yes", "no")
+    est = PAClassifier(degree=2, C=1.0, epochs=3).fit(train.features, y)
+    assert est.classes_.tolist() == ["no", "yes"] and est.n_features_in_ == 300
+    ref = fit(train.features, np.asarray(train.labels), degree=2, C=1.0, epochs=3, mode="block")
+    np.testing.assert_array_equal(est.decision_function(test.features),
+                                  np.asarray(ref.model.decision_function(test.features)))
+    # a SciPy sparse matrix and a list of dicts are the same input
+    dense = np.asarray(train.features.todense())
+    same = PAClassifier(degree=2, C=1.0, epochs=3).fit(sp.csr_matrix(dense), y)
+    np.testing.assert_array_equal(same.predict(test.features), est.predict(test.features))
+    rows = [{int(j): 1.0 for j in np.flatnonzero(r)} for r in dense]
+    assert PAClassifier(degree=2, epochs=3).fit(rows, y).score(test.features, np.where(
+        np.asarray(test.labels) > 0, "yes", "no")) == est.score(test.features, np.where(
+            np.asarray(test.labels) > 0, "yes", "no"))
+
+
+def test_pa_classifier_in_one_vs_rest_and_a_grid():
+    from sklearn.multiclass import OneVsRestClassifier
+
+    rng = np.random.default_rng(0)
+    x = (rng.random((90, 8)) < 0.4).astype(np.float64)
+    y = np.array(["a", "b", "c"])[np.argmax(x[:, :3] + 0.1 * rng.random((90, 3)), axis=1)]
+    ovr = OneVsRestClassifier(PAClassifier(degree=2, epochs=2)).fit(x, y)
+    assert set(ovr.predict(x).tolist()) <= {"a", "b", "c"}
+    with pytest.raises(InputError, match="OneVsRestClassifier"):
+        PAClassifier().fit(x, y)
+    two = np.isin(y, ["a", "b"])
+    search = GridSearchCV(PAClassifier(epochs=2), {"C": [0.1, 1.0]}, cv=2)
+    search.fit(x[two], y[two])
+    assert set(search.best_params_) == {"C"}
