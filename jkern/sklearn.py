@@ -89,9 +89,8 @@ class _TreeKernelMixin:
         name = str(self.kernel).lower()
         if name not in KERNELS:
             raise InputError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
-        k = {"st": lambda: jkern.ST(self.lam), "sst": lambda: jkern.SST(self.lam),
-             "ptk": lambda: jkern.PTK(self.lam, self.mu)}[name]()
-        return jkern.Normalized(k) if self.normalize else k
+        return jkern.kernels.kernel_by_name(name, lam=self.lam, mu=self.mu,
+                                            normalize=bool(self.normalize))
 
     def _key(self, salt: int = 0) -> Any:
         import jax
@@ -99,8 +98,19 @@ class _TreeKernelMixin:
         seed = 0 if self.random_state is None else int(self.random_state)  # type: ignore
         return jax.random.fold_in(jax.random.PRNGKey(seed), salt)
 
+    def _fit_projector(self, trees: list[Any], y: np.ndarray | None, landmarks: int) -> Any:
+        """`projector_`: the Nyström projector of `landmarks` training trees (stratified by
+        class when labels `y` are given)."""
+        import jkern
 
-def _warn_unless_successful(solution: Any, what: str) -> None:
+        self.projector_ = jkern.fit_nystrom(self._kernel(), trees, landmarks=int(landmarks),
+                                            key=self._key(0),
+                                            labels=None if y is None else y.tolist())
+        return self.projector_
+
+
+def _model_of(solution: Any, what: str) -> Any:
+    """A training solution's model, with a `ConvergenceWarning` when it did not succeed."""
     from ._solution import RESULTS
 
     codes = np.atleast_1d(np.asarray(solution.result))
@@ -108,6 +118,7 @@ def _warn_unless_successful(solution: Any, what: str) -> None:
     if bad.size:
         warnings.warn(f"{what}: {RESULTS.message(int(bad[0]))}", ConvergenceWarning,
                       stacklevel=3)
+    return solution.model
 
 
 class TreeKernelTransformer(_TreeKernelMixin, TransformerMixin, BaseEstimator):
@@ -125,18 +136,15 @@ class TreeKernelTransformer(_TreeKernelMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> TreeKernelTransformer:
-        import jkern
 
         trees = as_trees(X)
-        kernel = self._kernel()
         if self.landmarks is None:
             self.train_trees_ = trees
             self.projector_ = None
         else:
-            labels = None if y is None else _labels(y, len(trees)).tolist()
-            self.projector_ = jkern.fit_nystrom(kernel, trees, landmarks=int(self.landmarks),
-                                                key=self._key(), labels=labels)
-        self.kernel_ = kernel
+            labels = None if y is None else _labels(y, len(trees))
+            self._fit_projector(trees, labels, self.landmarks)
+        self.kernel_ = self._kernel()
         self.n_features_out_ = (len(trees) if self.projector_ is None
                                 else int(self.projector_.projection.shape[1]))
         return self
@@ -160,11 +168,15 @@ class _TreeClassifier(_TreeKernelMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "model_")
         return as_trees(X)
 
-    def _set_classes(self, y: np.ndarray) -> None:
+    def _training_set(self, X: Any, y: Any) -> tuple[list[Any], np.ndarray]:
+        """(the trees, the labels) checked, and `classes_` set."""
+        trees = as_trees(X)
+        y = _labels(y, len(trees))
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise InputError(f"y holds one class ({str(self.classes_[0])!r}): a classifier needs "
                              "at least two")
+        return trees, y
 
     def predict(self, X: Any) -> np.ndarray:
         return np.asarray(self.model_.predict(self._fitted(X)))
@@ -193,15 +205,11 @@ class NystromSVC(_TreeClassifier):
     def fit(self, X: Any, y: Any) -> NystromSVC:
         import jkern
 
-        trees = as_trees(X)
-        y = _labels(y, len(trees))
-        self._set_classes(y)
-        self.projector_ = jkern.fit_nystrom(self._kernel(), trees, landmarks=int(self.landmarks),
-                                            key=self._key(0), labels=y.tolist())
-        solution = jkern.train_nystrom_svm(self.projector_, trees, y.tolist(), C=self.C,
+        trees, y = self._training_set(X, y)
+        projector = self._fit_projector(trees, y, self.landmarks)
+        solution = jkern.train_nystrom_svm(projector, trees, y.tolist(), C=self.C,
                                            key=self._key(1))
-        _warn_unless_successful(solution, "NystromSVC")
-        self.model_ = solution.model
+        self.model_ = _model_of(solution, "NystromSVC")
         return self
 
 
@@ -222,12 +230,9 @@ class KernelSVC(_TreeClassifier):
     def fit(self, X: Any, y: Any) -> KernelSVC:
         import jkern
 
-        trees = as_trees(X)
-        y = _labels(y, len(trees))
-        self._set_classes(y)
+        trees, y = self._training_set(X, y)
         solution = jkern.train_kernel_svm(self._kernel(), trees, y.tolist(), C=self.C)
-        _warn_unless_successful(solution, "KernelSVC")
-        self.model_ = solution.model
+        self.model_ = _model_of(solution, "KernelSVC")
         return self
 
 
@@ -256,19 +261,14 @@ class KDAClassifier(_TreeClassifier):
     def fit(self, X: Any, y: Any) -> KDAClassifier:
         import jkern
 
-        trees = as_trees(X)
-        y = _labels(y, len(trees))
-        self._set_classes(y)
-        self.projector_ = jkern.fit_nystrom(self._kernel(), trees, landmarks=int(self.landmarks),
-                                            key=self._key(0), labels=y.tolist())
+        trees, y = self._training_set(X, y)
         solution = jkern.train_kda(
-            self.projector_, trees, y.tolist(), key=self._key(1),
+            self._fit_projector(trees, y, self.landmarks), trees, y.tolist(), key=self._key(1),
             hidden=None if self.hidden is None else list(self.hidden), dropout=self.dropout,
             l2=self.l2, epochs=self.epochs, patience=self.patience,
             dev_fraction=self.dev_fraction, split_seed=0 if self.random_state is None
             else int(self.random_state))
-        _warn_unless_successful(solution, "KDAClassifier")
-        self.model_ = solution.model
+        self.model_ = _model_of(solution, "KDAClassifier")
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -335,8 +335,7 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
         solution = fit(rows, signs, degree=self.degree, C=self.C, epochs=self.epochs,
                        mode=self.mode, average=self.average, shuffle=self.shuffle,
                        key=jax.random.PRNGKey(seed) if self.shuffle else None)
-        _warn_unless_successful(solution, "PAClassifier")
-        self.model_ = solution.model
+        self.model_ = _model_of(solution, "PAClassifier")
         self.n_features_in_ = rows.shape[1]
         return self
 
