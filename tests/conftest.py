@@ -23,6 +23,18 @@ def shared_data() -> Path:
     return require(SHARED_DATA)
 
 
+@pytest.fixture(scope="module")
+def nlp():
+    """spaCy's small English pipeline (the `ds` extra); skips when it is not installed."""
+    spacy = pytest.importorskip("spacy")
+    from jkern.ds._paths import _load_model
+
+    try:
+        return _load_model(spacy)
+    except ImportError as err:
+        pytest.skip(str(err))
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _free_compiled_programs():
     """Drop the compiled programs a test module leaves behind (JAX's caches and jkern's

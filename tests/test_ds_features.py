@@ -233,17 +233,6 @@ def test_missing_spacy_says_what_to_install(monkeypatch, tmp_path):
         dependency_paths([["a", "b"]], [0], [1], cache_dir=tmp_path)
 
 
-@pytest.fixture(scope="module")
-def nlp():
-    spacy = pytest.importorskip("spacy")
-    from jkern.ds._paths import _load_model
-
-    try:
-        return _load_model(spacy)
-    except ImportError as err:
-        pytest.skip(str(err))
-
-
 def test_dependency_paths_with_spacy(nlp, tmp_path):
     sentences = [" ".join(FINGER).lower(), KILN]
     trees = dependency_paths(sentences, [1, 5], [6, 0], cache_dir=tmp_path, nlp=nlp)

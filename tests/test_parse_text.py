@@ -15,17 +15,6 @@ QUESTIONS = ["Who won the Nobel prize (in physics) in 1990?", "Where is the Eiff
              "Who wrote Hamlet?", "Where is Paris?"]
 
 
-@pytest.fixture(scope="module")
-def nlp():
-    spacy = pytest.importorskip("spacy")
-    from jkern.ds._paths import _load_model
-
-    try:
-        return _load_model(spacy)
-    except ImportError as err:
-        pytest.skip(str(err))
-
-
 def test_parse_gives_the_dependency_shapes_of_spacys_parse(nlp, tmp_path):
     from jkern.ds import parse_sentences
 

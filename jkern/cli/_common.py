@@ -163,10 +163,11 @@ def file_labels_or_none(path: str, column: str | None) -> list[str] | None:
             return None
 
 
-def check_output_path(out: str, suffixes: tuple[str, ...] = OUTPUT_SUFFIXES) -> Path:
-    """`--out`: a known suffix, an existing folder, not a folder itself."""
+def check_output_path(out: str, suffixes: tuple[str, ...] | None = OUTPUT_SUFFIXES) -> Path:
+    """`--out`: a known suffix (any with `suffixes=None`), an existing folder, not a folder
+    itself."""
     path = Path(out)
-    if path.suffix.lower() not in suffixes:
+    if suffixes is not None and path.suffix.lower() not in suffixes:
         names = " or ".join(suffixes)
         raise CLIError(f"--out {out}: unknown output format {path.suffix or '(no suffix)'!r}; "
                        f"use a {names} file name")

@@ -7,9 +7,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-from ._common import EXIT_OK, CLIError, add_quiet_argument, input_errors, output_errors
+from ._common import (
+    EXIT_OK,
+    CLIError,
+    add_quiet_argument,
+    check_output_path,
+    input_errors,
+    output_errors,
+)
 
 SHAPES = ("grct", "lct", "loct", "pos-leaves")
 
@@ -67,11 +73,7 @@ def run(args) -> int:
     from jkern._io import write_atomic
     from jkern.trees import rewrite_trees
 
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise CLIError(f"--out {args.out}: directory {str(out.parent)!r} does not exist")
-    if out.is_dir():
-        raise CLIError(f"--out {args.out}: is a directory")
+    out = check_output_path(args.out, None)  # any file name: the format is the input's
     transform = _transform(args.shape, not args.syntactic_heads)
     converted = []
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from ._common import (
     EXIT_OK,
     CLIError,
     add_quiet_argument,
+    check_output_path,
     input_errors,
     output_errors,
     say,
@@ -62,11 +62,7 @@ def _read(path: str, labelled: bool) -> tuple[list[str | None], list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    out = Path(args.out)
-    if not out.parent.is_dir():
-        raise CLIError(f"--out {args.out}: directory {str(out.parent)!r} does not exist")
-    if out.is_dir():
-        raise CLIError(f"--out {args.out}: is a directory")
+    out = check_output_path(args.out, None)  # Penn lines or a TSV, whatever the name
     with input_errors():
         labels, texts = _read(args.text, args.labels)
     if not texts:

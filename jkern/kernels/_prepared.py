@@ -160,12 +160,10 @@ class PreparedTrees:
 
 def _located(err: TreeInputError, forest: Forest, trees: list[Tree]) -> TreeInputError:
     """`err` naming the first tree that holds its forest node."""
-    if err.node is None:
+    holders = forest.count_tree[forest.count_node == err.node] if err.node is not None else []
+    if not len(holders):
         return err
-    holders = forest.count_tree[forest.count_node == err.node]
-    i = int(holders.min()) if len(holders) else None
-    if i is None:
-        return err
+    i = int(holders.min())
     return TreeInputError(f"tree {i} (0-based) of the {len(trees)} given: {err}",
                           tree=trees[i] if i < len(trees) else None, index=i)
 
