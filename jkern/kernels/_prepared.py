@@ -160,7 +160,9 @@ class PreparedTrees:
 
 def _located(err: TreeInputError, forest: Forest, trees: list[Tree]) -> TreeInputError:
     """`err` naming the first tree that holds its forest node."""
-    holders = forest.count_tree[forest.count_node == err.node] if err.node is not None else []
+    if err.node is None:
+        return err
+    holders = forest.count_tree[forest.count_node == err.node]
     if not len(holders):
         return err
     i = int(holders.min())
