@@ -142,10 +142,15 @@ def compute_gram(
     n = len(rows)
     symmetric = cols is None
     m = n if symmetric else len(cols)
-    spans = row_blocks(n, m, symmetric, block_size)
     traced = params_traced(params)
     devices = _devices(devices, traced)
     mode = processes_mode(processes, out, traced)
+    transposed = _transposed(n, m, symmetric, block_size, mode, out)
+    if transposed:  # row blocks of the m trees against the n: the Gram's column blocks
+        assert cols is not None
+        rows, cols = cols, rows
+    spans = row_blocks(m, n, False, None) if transposed else row_blocks(n, m, symmetric,
+                                                                        block_size)
     params_on: dict[Any, Params] = {None: params}
     if devices is not None:
         threads = max(threads, len(devices))
@@ -170,7 +175,8 @@ def compute_gram(
         if not parts:
             return jnp.zeros((n, m), engine.dtype)
         if not symmetric:
-            return jnp.concatenate(parts, axis=0)
+            whole = jnp.concatenate(parts, axis=0)
+            return whole.T if transposed else whole
         upper = jnp.concatenate(
             [jnp.pad(p, ((0, 0), (s, 0))) for (s, _), p in zip(spans, parts)], axis=0)
         return jnp.triu(upper) + jnp.triu(upper, 1).T
@@ -189,8 +195,10 @@ def compute_gram(
             return
         part, width = block(b, s, e)
         values = np.asarray(part)[: e - s, :width]  # waits for the block
-        # symmetric: rows s:e against s: (the upper triangle; `_mirror` fills the rest)
-        result[s:e, s if symmetric else 0:] = values
+        if transposed:  # the block holds columns s:e of the Gram
+            result[:, s:e] = values.T
+        else:  # symmetric: rows s:e against s: (the upper triangle; `_mirror` fills the rest)
+            result[s:e, s if symmetric else 0:] = values
         del part, values
         release_pages(result, s, e)
         _release_freed_memory()
@@ -225,6 +233,19 @@ def compute_gram(
     elif symmetric:
         _mirror(result)
     return result if out is not None else _as_jax(result)
+
+
+def _transposed(n: int, m: int, symmetric: bool, block_size: int | None, mode: str | None,
+                out: np.ndarray | None) -> bool:
+    """Whether an n x m cross block is computed as its transpose (the m trees as row blocks
+    against the n as columns). Every row block shares one planned column side, and a larger
+    collection shares more subtrees among its trees, so putting the larger side on the
+    columns means fewer distinct node pairs per tree pair (the Nystrom block K(X, L) of the
+    5,401 TREC trees against 1,000 landmarks: 3% fewer Delta entries). Not with a
+    `block_size` (it counts the caller's rows), across processes (their row shares), or into
+    a memory-mapped `out` (written and released row range by row range)."""
+    return (not symmetric and n > m and block_size is None and mode is None
+            and getattr(out, "_mmap", None) is None)
 
 
 def _mirror(result: np.ndarray, band: int = 256) -> None:
