@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Create .venv (if absent) and install jkern editable with the extras named by the first
 # argument (default: plot, what the main example needs). Idempotent.
-# Sourced by scripts/test.sh (dev,vectors,ds,plot: the test tools, linters, word vectors,
-# spaCy and matplotlib) and scripts/example.sh (plot); can also be run on its own.
+# Sourced by scripts/test.sh (dev,vectors,ds,plot,docs: the test tools, linters, word vectors,
+# spaCy, matplotlib and the docs site's builder) and scripts/example.sh (plot); can also be
+# run on its own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 extras="${1:-plot}"

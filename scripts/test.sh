@@ -3,7 +3,7 @@
 # to pytest, e.g. `-m slow`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/setup.sh dev,vectors,ds,plot
+source scripts/setup.sh dev,vectors,ds,plot,docs
 .venv/bin/ruff check .
 .venv/bin/pyright
 rc=0
