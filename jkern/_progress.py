@@ -1,8 +1,9 @@
 """Progress on stderr for the long phases of training on trees (`progress=True`).
 
 Between jitted programs only, never inside them: a phase line when a phase starts and one
-with its wall time when it ends, and one line per cutting-plane iteration (rewritten in
-place on a terminal). The Gram engine draws its own bar of row blocks (`jkern.kernels`).
+with its wall time when it ends, one line per cutting-plane iteration, and a count of the
+items done (parsing sentences), each rewritten in place on a terminal. The Gram engine draws
+its own bar of row blocks (`jkern.kernels`).
 """
 
 from __future__ import annotations
@@ -61,3 +62,27 @@ def end_line(on: bool) -> None:
     if on and sys.stderr.isatty():
         sys.stderr.write("\n")
         sys.stderr.flush()
+
+
+def counter(on: bool, what: str, total: int, unit: str) -> Callable[[int], None]:
+    """A `tick(done)` reporting `done` of `total` `unit` (when `on`): one line rewritten in
+    place on a terminal, otherwise a line each time another tenth is done; the call with
+    `done == total` ends the line."""
+    if not on:
+        return lambda done: None
+    t0 = time.perf_counter()
+    tty = sys.stderr.isatty()
+    shown = [-1]
+
+    def tick(done: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if not tty and tenth == shown[0] and done < total:
+            return
+        shown[0] = tenth
+        text = (f"jkern: {what}: {done:,}/{total:,} {unit}, "
+                f"{time.perf_counter() - t0:.1f} s")
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\r{text}\033[K{end}" if tty else f"{text}\n")
+        sys.stderr.flush()
+
+    return tick

@@ -29,7 +29,8 @@ def default_parse_cache() -> pathlib.Path:
 
 
 def parse(texts: Sequence[str], *, shape: str = "grct", nlp: Any = None,
-          cache_dir: str | os.PathLike[str] | None = None, batch_size: int = 512) -> list[Any]:
+          cache_dir: str | os.PathLike[str] | None = None, batch_size: int = 512,
+          progress: bool = False) -> list[Any]:
     """One dependency tree per text.
 
     Args:
@@ -38,6 +39,8 @@ def parse(texts: Sequence[str], *, shape: str = "grct", nlp: Any = None,
         nlp: a loaded spaCy pipeline (default: the small English model).
         cache_dir: where parses are cached (default `default_parse_cache()`).
         batch_size: texts per `nlp.pipe` batch.
+        progress: a count of the texts parsed on stderr, after each batch (one line
+            rewritten in place on a terminal).
 
     Raises:
         InputError: an empty text, a text that is not a str, or an unknown shape.
@@ -64,6 +67,6 @@ def parse(texts: Sequence[str], *, shape: str = "grct", nlp: Any = None,
     if not tokens:
         return []
     sentences = parse_sentences(tokens, cache_dir=cache_dir or default_parse_cache(), nlp=nlp,
-                                batch_size=batch_size)
+                                batch_size=batch_size, progress=progress)
     build = {"grct": grct, "lct": lct, "loct": loct}[shape]
     return [build(s) for s in sentences]

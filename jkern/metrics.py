@@ -25,6 +25,8 @@ _TIE_TOL = 1e-12  # relative; shuffled differences this close to the observed on
 
 def _as_1d(x: Any, name: str) -> np.ndarray:
     arr = np.asarray(x)
+    if arr.dtype == object and all(isinstance(v, str) for v in arr.flat):
+        arr = arr.astype(str)  # string labels held as objects (a model's predict)
     if arr.ndim != 1:
         raise InputError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -110,11 +112,12 @@ def precision_recall_f1(y_true: Any, y_pred: Any, *, labels: Sequence[Any] | Non
         "micro": {...}}``. Macro values are unweighted means of the per-class values; micro
         values come from counts summed over the classes. Both carry the total ``support``.
 
-    >>> r = precision_recall_f1(["a", "b", "b"], ["a", "a", "b"])
-    >>> r["per_class"]["a"]
-    {'precision': 0.5, 'recall': 1.0, 'f1': 0.6666666666666666, 'support': 1}
-    >>> round(r["macro"]["f1"], 4), r["micro"]["f1"]
-    (0.6667, 0.6666666666666666)
+    Examples:
+        >>> r = precision_recall_f1(["a", "b", "b"], ["a", "a", "b"])
+        >>> r["per_class"]["a"]
+        {'precision': 0.5, 'recall': 1.0, 'f1': 0.6666666666666666, 'support': 1}
+        >>> round(r["macro"]["f1"], 4), r["micro"]["f1"]
+        (0.6667, 0.6666666666666666)
     """
     t, p = _pair(y_true, y_pred, "y_true", "y_pred")
     if labels is None:

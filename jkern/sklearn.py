@@ -318,11 +318,35 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
         self.shuffle = shuffle
         self.random_state = random_state
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary: OneVsRestClassifier for more
+        tags.input_tags.sparse = True
+        return tags
+
+    def _validated(self, X: Any, y: Any = None, *, reset: bool) -> tuple[Any, Any]:
+        """scikit-learn's own checks for arrays and sparse matrices (NaN/inf, complex or
+        empty data, a 2-D y, the number of features against the fitted one), as every
+        scikit-learn estimator; `SparseRows` and lists of dicts pass as they are."""
+        from sklearn.utils.validation import validate_data
+
+        from ._sparse import SparseRows
+
+        if isinstance(X, SparseRows) or (isinstance(X, (list, tuple)) and X
+                                         and all(isinstance(r, dict) for r in X)):
+            return X, y
+        options = {"accept_sparse": ("csr", "csc", "coo"), "dtype": np.float64,
+                   "reset": reset}
+        if y is None:
+            return validate_data(self, X, **options), None
+        return validate_data(self, X, y, **options)
+
     def fit(self, X: Any, y: Any) -> PAClassifier:
         import jax
 
         from .pa import fit
 
+        X, y = self._validated(X, y, reset=True)
         rows = as_sparse_rows(X)
         y = _labels(y, rows.shape[0])
         self.classes_ = np.unique(y)
@@ -342,6 +366,7 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X: Any) -> np.ndarray:
         """`[n]` margins; positive: `classes_[1]`."""
         check_is_fitted(self, "model_")
+        X, _ = self._validated(X, reset=False)
         return np.asarray(self.model_.decision_function(as_sparse_rows(X)))
 
     def predict(self, X: Any) -> np.ndarray:

@@ -121,7 +121,7 @@ def test_threads_default_to_the_usable_cores():
 def test_progress_flag_on_every_command_with_long_phases():
     found = {prog for prog, a in _arguments() if "--progress" in a.option_strings}
     assert found == {"jkern gram", "jkern nystrom fit", "jkern nystrom embed", "jkern train",
-                     "jkern predict"}
+                     "jkern predict", "jkern parse"}
     args = build_parser().parse_args(["predict", "m.npz", "t.txt", "--out", "p.tsv"])
     assert args.progress is None  # unset: on when stderr is a terminal (not in tests)
     args = build_parser().parse_args(["predict", "m.npz", "t.txt", "--out", "p.tsv",

@@ -80,6 +80,20 @@ def test_prf_string_labels_and_explicit_labels_match_sklearn():
     assert list(precision_recall_f1(y, p, labels=["NUM", "HUM"])["per_class"]) == ["NUM", "HUM"]
 
 
+def test_string_labels_held_as_objects_pair_with_string_arrays():
+    """A model's predict gives string classes as an object array; the metrics take it beside
+    a plain string array (as they do two string arrays), and still refuse mixed kinds."""
+    rng = np.random.default_rng(3)
+    names = np.array(["DESC", "ENTY", "HUM"])
+    y = rng.choice(names, 40)
+    p = _noisy(rng, y, 0.5, names)
+    as_objects = p.astype(object)
+    assert precision_recall_f1(y, as_objects) == precision_recall_f1(y, p)
+    assert accuracy(y, as_objects) == accuracy(y, p)
+    with pytest.raises(InputError, match="incompatible"):
+        precision_recall_f1(y, np.array([1, "a"] * 20, dtype=object))
+
+
 def test_prf_class_absent_from_predictions():
     res = precision_recall_f1([0, 1, 2, 2], [0, 0, 2, 2])
     assert res["per_class"][1] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}

@@ -67,3 +67,19 @@ def test_cli_parse_then_gram_and_train(nlp, tmp_path, capsys):
     assert main(["parse", str(bad), "--labels", "--out", str(tmp_path / "bad.tsv")]) == 2
     assert f"{bad}:2: expected 'LABEL<TAB>text'" in capsys.readouterr().err
     assert not (tmp_path / "bad.tsv").exists()
+
+
+def test_parse_progress_counts_the_sentences(nlp, tmp_path, capsys):
+    """`progress=True` (the CLI's --progress) counts the sentences parsed, batch by batch;
+    parses read back from the cache report nothing."""
+    texts = QUESTIONS * 3
+    jkern.parse(texts, nlp=nlp, cache_dir=tmp_path, batch_size=5, progress=True)
+    err = capsys.readouterr().err  # not a terminal: a line per tenth, then the last
+    assert "jkern: parsing: 5/12 sentences" in err and "jkern: parsing: 12/12 sentences" in err
+    jkern.parse(texts, nlp=nlp, cache_dir=tmp_path, batch_size=5, progress=True)
+    assert capsys.readouterr().err == ""
+    text = tmp_path / "q.txt"
+    text.write_text("\n".join(QUESTIONS) + "\n")
+    assert main(["parse", str(text), "--out", str(tmp_path / "q.trees"), "--progress",
+                 "--cache-dir", str(tmp_path / "cli")]) == 0
+    assert "jkern: parsing: 4/4 sentences" in capsys.readouterr().err

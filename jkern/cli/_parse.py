@@ -11,10 +11,12 @@ import time
 from ._common import (
     EXIT_OK,
     CLIError,
+    add_progress_argument,
     add_quiet_argument,
     check_output_path,
     input_errors,
     output_errors,
+    progress_on,
     say,
 )
 
@@ -36,6 +38,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "~/.cache/jkern/parses)")
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="the trees file (required)")
+    add_progress_argument(p)
     add_quiet_argument(p)
 
 
@@ -73,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     say(args, f"parsing {len(texts)} sentences with spaCy ...")
     with input_errors():
         try:
-            trees = jkern.parse(texts, shape=args.shape, cache_dir=args.cache_dir)
+            trees = jkern.parse(texts, shape=args.shape, cache_dir=args.cache_dir,
+                                progress=progress_on(args))
         except ImportError as err:
             raise CLIError(str(err)) from err
     if args.labels:

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._progress import counter
 from ..errors import InputError
 from ..trees._conllu import Token, _Builder, _clean, _lexical, _relation
 from ..trees._tree import Tree
@@ -99,7 +100,7 @@ class _Parsed(NamedTuple):
 
 def parse_sentences(sentences: Sequence[Sequence[str] | str], *,
                     cache_dir: str | os.PathLike[str], nlp: Any = None,
-                    batch_size: int = 512) -> list[list[Token]]:
+                    batch_size: int = 512, progress: bool = False) -> list[list[Token]]:
     """Dependency-parse tokenized sentences with spaCy, through an on-disk cache.
 
     Args:
@@ -108,6 +109,8 @@ def parse_sentences(sentences: Sequence[Sequence[str] | str], *,
             repository). The file is keyed by a hash of the model and all the sentences.
         nlp: a loaded spaCy pipeline (default: the small English model, without NER).
         batch_size: sentences per `nlp.pipe` batch.
+        progress: a count of the sentences parsed on stderr, after each batch (nothing when
+            the parses come from the cache).
 
     Returns:
         One list of `jkern.trees.Token` per sentence (id = index + 1; head 0 at the root).
@@ -116,12 +119,12 @@ def parse_sentences(sentences: Sequence[Sequence[str] | str], *,
         ImportError: spaCy or its model is not installed (`pip install 'jkern[ds]'`).
         InputError: an empty sentence or token.
     """
-    parsed = _parse(sentences, cache_dir, nlp, batch_size)
+    parsed = _parse(sentences, cache_dir, nlp, batch_size, progress)
     return [parsed.sentence(i) for i in range(len(parsed.tokens))]
 
 
 def _parse(sentences: Sequence[Sequence[str] | str], cache_dir: str | os.PathLike[str],
-           nlp: Any, batch_size: int) -> _Parsed:
+           nlp: Any, batch_size: int, progress: bool = False) -> _Parsed:
     toks = [_tokens(s) for s in sentences]
     for i, t in enumerate(toks):
         if not t or "" in t:
@@ -146,8 +149,11 @@ def _parse(sentences: Sequence[Sequence[str] | str], cache_dir: str | os.PathLik
     head: list[int] = []
     index: dict[str, dict[str, int]] = {c: {} for c in _COLUMNS}
     codes: dict[str, list[int]] = {c: [] for c in _COLUMNS}
+    tick = counter(progress, "parsing", len(toks), "sentences")
     with nlp.select_pipes(disable=disable):
-        for doc in nlp.pipe(docs(), batch_size=batch_size, n_process=1):
+        for done, doc in enumerate(nlp.pipe(docs(), batch_size=batch_size, n_process=1), 1):
+            if done % batch_size == 0 or done == len(toks):
+                tick(done)
             for t in doc:
                 head.append(0 if t.head.i == t.i else t.head.i + 1)
                 for c, value in zip(_COLUMNS, (t.lemma_ or "_", t.pos_ or "X", t.tag_ or "_",

@@ -17,7 +17,8 @@ def gram(kernel: AbstractKernel, x1: Sequence[Any], x2: Sequence[Any] | None = N
 
     Args:
         kernel: any jkern kernel (tree, vector, or an algebraic combination).
-        x1, x2: trees, `Example`s, or `[n, d]` arrays for vector kernels.
+        x1: trees, `Example`s, or `[n, d]` arrays for vector kernels.
+        x2: the same kinds of inputs, or None for `x1` against itself.
         dtype: float32 or float64 (needs JAX x64); default JAX's default float.
         **options: tree-kernel options: `progress=True` (bar on stderr), `block_size`,
             `threads` (host threads, default 2), `devices` (JAX devices of this process),

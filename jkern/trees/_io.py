@@ -60,11 +60,12 @@ def read_trees(path: str | os.PathLike[str]) -> list[Tree]:
     Raises:
         TreeParseError: malformed input, located as `path:line:column`.
 
-    >>> import pathlib, tempfile
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "qc.tsv"
-    >>> _ = p.write_text("coarse\\ttree\\nHUM\\t(S (WP Who))\\n")
-    >>> [t.to_penn() for t in read_trees(p)]
-    ['(S (WP Who))']
+    Examples:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "qc.tsv"
+        >>> _ = p.write_text("coarse\\ttree\\nHUM\\t(S (WP Who))\\n")
+        >>> [t.to_penn() for t in read_trees(p)]
+        ['(S (WP Who))']
     """
     return [tree for _, tree in located_trees(path)]
 
