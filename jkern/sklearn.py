@@ -24,7 +24,9 @@ Which of scikit-learn's estimator checks apply to the tree estimators: the API c
 take no data
 (`check_parameters_default_constructible`, `check_no_attributes_set_in_init`,
 `check_get_params_invariance`, `check_set_params`) pass (tests/test_sklearn.py); the others
-feed numeric arrays as X, which are not trees, and do not apply.
+feed numeric arrays as X, which are not trees, and do not apply. `PAClassifier` takes
+numeric X and passes all of them that run (`parametrize_with_checks`; binary, so without the
+multi-class cases).
 """
 
 from __future__ import annotations
@@ -324,7 +326,8 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def _validated(self, X: Any, y: Any = None, *, reset: bool) -> tuple[Any, Any]:
+    def _validated(self, X: Any, y: Any = "no_validation", *, reset: bool
+                   ) -> tuple[Any, Any]:
         """scikit-learn's own checks for arrays and sparse matrices (NaN/inf, complex or
         empty data, a 2-D y, the number of features against the fitted one), as every
         scikit-learn estimator; `SparseRows` and lists of dicts pass as they are."""
@@ -334,26 +337,31 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
 
         if isinstance(X, SparseRows) or (isinstance(X, (list, tuple)) and X
                                          and all(isinstance(r, dict) for r in X)):
+            if y is None:
+                raise InputError("PAClassifier requires y to be passed, but the target y is "
+                                 "None")
             return X, y
         options = {"accept_sparse": ("csr", "csc", "coo"), "dtype": np.float64,
                    "reset": reset}
-        if y is None:
+        if isinstance(y, str) and y == "no_validation":
             return validate_data(self, X, **options), None
-        return validate_data(self, X, y, **options)
+        return validate_data(self, X, y, **options)  # y None: scikit-learn's own error
 
     def fit(self, X: Any, y: Any) -> PAClassifier:
         import jax
+        from sklearn.utils.multiclass import check_classification_targets
 
         from .pa import fit
 
         X, y = self._validated(X, y, reset=True)
         rows = as_sparse_rows(X)
         y = _labels(y, rows.shape[0])
+        check_classification_targets(y)  # a continuous y is an error, not a class per value
         self.classes_ = np.unique(y)
         if len(self.classes_) != 2:
-            raise InputError(f"PA-I is a binary learner; y holds {len(self.classes_)} "
-                             "class(es): wrap it in sklearn.multiclass.OneVsRestClassifier "
-                             "for more than two")
+            raise InputError(f"Only binary classification is supported: PA-I is a binary "
+                             f"learner, and y holds {len(self.classes_)} class(es); wrap it "
+                             "in sklearn.multiclass.OneVsRestClassifier for more than two")
         signs = np.where(y == self.classes_[1], 1, -1)
         seed = 0 if self.random_state is None else int(self.random_state)
         solution = fit(rows, signs, degree=self.degree, C=self.C, epochs=self.epochs,

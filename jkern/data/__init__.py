@@ -21,3 +21,27 @@ from ._vectors import WordVectors as WordVectors
 from ._vectors import glove_6b_50d as glove_6b_50d
 from ._vectors import load_word_vectors as load_word_vectors
 from ._vectors import tree_words as tree_words
+
+__all__ = [
+    "AttachmentData",
+    "AttachmentSet",
+    "attachment_examples",
+    "attachment_features",
+    "load_ud_attachment",
+    "DsMentions",
+    "DsSplit",
+    "DsWordnetData",
+    "load_ds_wordnet",
+    "DEFAULT_PACKAGES",
+    "StdlibData",
+    "ast_to_tree",
+    "load_stdlib_functions",
+    "stratified_split",
+    "TREC_COARSE",
+    "TrecData",
+    "load_trec",
+    "WordVectors",
+    "glove_6b_50d",
+    "load_word_vectors",
+    "tree_words",
+]

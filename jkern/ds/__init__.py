@@ -36,3 +36,36 @@ from ._transforms import polynomial_expansion as polynomial_expansion
 from ._transforms import prune_features as prune_features
 from ._transforms import randomized_svd_projection as randomized_svd_projection
 from ._transforms import remap_columns as remap_columns
+
+__all__ = [
+    "held_out",
+    "RelationExtractor",
+    "train_extractor",
+    "FeatureVocabulary",
+    "lexical_features",
+    "mention_features",
+    "normalize_word",
+    "fit",
+    "dependency_paths",
+    "parse_sentences",
+    "path_tree",
+    "Check",
+    "Constraints",
+    "Problem",
+    "RelationModel",
+    "RelaxationState",
+    "aggregate_pairs",
+    "check",
+    "constraints",
+    "init",
+    "primal_objective",
+    "project_rows_simplex",
+    "spectral_norm_sq",
+    "update",
+    "ProductIndex",
+    "normalize_rows",
+    "polynomial_expansion",
+    "prune_features",
+    "randomized_svd_projection",
+    "remap_columns",
+]

@@ -36,3 +36,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_TRAINING])
+
+__all__ = [
+    "KDA",
+    "adam",
+    "default_data_key",
+    "epoch_batches",
+    "fit",
+    "fit_grid",
+    "grid_member",
+    "init_grid",
+    "init_opt_state",
+    "loss_fn",
+    "train_step",
+]

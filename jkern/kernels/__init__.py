@@ -20,3 +20,25 @@ from ._vector import RBF as RBF
 from ._vector import AbstractVectorKernel as AbstractVectorKernel
 from ._vector import Linear as Linear
 from ._vector import Polynomial as Polynomial
+
+__all__ = [
+    "AbstractKernel",
+    "Constant",
+    "Normalized",
+    "Product",
+    "Scaled",
+    "Sum",
+    "gram",
+    "KERNEL_NAMES",
+    "kernel_by_name",
+    "PTK",
+    "SPTK",
+    "SST",
+    "ST",
+    "AbstractTreeKernel",
+    "SSTBow",
+    "RBF",
+    "AbstractVectorKernel",
+    "Linear",
+    "Polynomial",
+]

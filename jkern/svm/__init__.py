@@ -20,3 +20,24 @@ from ._ksvm import ksvm_ovr as ksvm_ovr
 from ._ovr import one_vs_rest as one_vs_rest
 from ._qp import QPResult as QPResult
 from ._qp import solve_one_slack_dual as solve_one_slack_dual
+
+__all__ = [
+    "CPAIteration",
+    "cpa",
+    "delta_counts",
+    "draw_sample",
+    "svm_light_C",
+    "LinearSVM",
+    "dcd",
+    "dcd_grid",
+    "dcd_ovr",
+    "primal_objective",
+    "KernelExpansion",
+    "stack_expansions",
+    "KernelSVM",
+    "ksvm",
+    "ksvm_ovr",
+    "one_vs_rest",
+    "QPResult",
+    "solve_one_slack_dual",
+]

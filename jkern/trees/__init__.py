@@ -23,3 +23,29 @@ from ._svmlight import Example as Example
 from ._svmlight import parse_svmlight_line as parse_svmlight_line
 from ._svmlight import read_examples as read_examples
 from ._tree import Tree as Tree
+
+__all__ = [
+    "Token",
+    "grct",
+    "lct",
+    "loct",
+    "read_conllu",
+    "TreeParseError",
+    "Forest",
+    "head_dependencies",
+    "read_examples_any",
+    "read_labels",
+    "read_trees",
+    "rewrite_trees",
+    "tree_file_format",
+    "OPEN_CLASS_TAGS",
+    "pos_leaves",
+    "without_leaves",
+    "iter_penn",
+    "parse_penn",
+    "read_penn",
+    "Example",
+    "parse_svmlight_line",
+    "read_examples",
+    "Tree",
+]
