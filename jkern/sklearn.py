@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -341,11 +341,14 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
                 raise InputError("PAClassifier requires y to be passed, but the target y is "
                                  "None")
             return X, y
-        options = {"accept_sparse": ("csr", "csc", "coo"), "dtype": np.float64,
-                   "reset": reset}
+        sparse = ("csr", "csc", "coo")
+        X = cast(Any, X)  # validate_data's stub types X by its "no_validation" default
         if isinstance(y, str) and y == "no_validation":
-            return validate_data(self, X, **options), None
-        return validate_data(self, X, y, **options)  # y None: scikit-learn's own error
+            return validate_data(self, X, accept_sparse=sparse, dtype=np.float64,
+                                 reset=reset), None
+        # y None: scikit-learn's own error
+        X, y = validate_data(self, X, y, accept_sparse=sparse, dtype=np.float64, reset=reset)
+        return X, y
 
     def fit(self, X: Any, y: Any) -> PAClassifier:
         import jax
