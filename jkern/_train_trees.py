@@ -110,7 +110,8 @@ def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *
     cj = jnp.asarray(c)
     with phase(on, f"KDA training, up to {epochs} epochs"):
         sol = fit(model, cj[fit_idx], lab[fit_idx], cj[dev_idx], lab[dev_idx],
-                  key=jax.random.fold_in(key, 2), l2=l2, epochs=epochs, patience=patience)
+                  key=jax.random.fold_in(key, 2), l2=l2, epochs=epochs, patience=patience,
+                  progress=on)
         jax.block_until_ready(sol.model)
     return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
 

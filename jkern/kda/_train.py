@@ -9,6 +9,8 @@ configurations — dropout rates, λ values, seeds — trains as one `jax.vmap`p
 from __future__ import annotations
 
 import functools
+import sys
+import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -109,7 +111,7 @@ class _Loop(NamedTuple):
 
 def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKeyArray,
          l2: Array, data_key: PRNGKeyArray, *, optimizer, epochs: int, batch_size: int,
-         patience: int | None) -> Solution[KDA]:
+         patience: int | None, progress: bool = False) -> Solution[KDA]:
     n = c.shape[0]
     has_dev = c_dev.shape[0] > 0
     params, static = eqx.partition(model, model.trainable())
@@ -137,6 +139,9 @@ def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKe
             acc = jnp.mean((pred == y_dev).astype(dt))
         else:
             acc = jnp.asarray(0.0, dt)
+        if progress:  # a host callback per epoch: the loop itself stays compiled
+            jax.debug.callback(_report_epoch, s.epoch + 1, epochs, acc,
+                               jnp.sum(losses) / n, has_dev)
         # strict improvement: ties keep the earlier (fewer epochs) model
         better = acc > s.best_acc if has_dev else jnp.asarray(True)
         best = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, s.best)
@@ -160,11 +165,27 @@ def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKe
     return Solution(eqx.combine(s.best, static), code, stats)
 
 
+# When the fit with progress started (`_report_epoch` shows the seconds since).
+_PROGRESS_T0 = [0.0]
+
+
+def _report_epoch(epoch: Any, epochs: int, acc: Any, loss: Any, has_dev: bool) -> None:
+    """One progress line per epoch on stderr (rewritten in place on a terminal)."""
+    dev = f", development accuracy {float(acc):.4f}" if has_dev else ""
+    text = (f"jkern: KDA epoch {int(epoch)}/{epochs}: training loss {float(loss):.4f}{dev}, "
+            f"{time.perf_counter() - _PROGRESS_T0[0]:.1f} s")
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r{text}\033[K")
+    else:
+        sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
 @functools.cache
 def _compiled(optimizer, epochs: int, batch_size: int, patience: int | None, batched: bool,
-              shared_order: bool = False):
+              shared_order: bool = False, progress: bool = False):
     fit = functools.partial(_fit, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
-                            patience=patience)
+                            patience=patience, progress=progress)
     if batched:  # models, keys and λ stacked; the data (and maybe the batch order) shared
         order_axis = None if shared_order else 0
         fit = eqx.filter_vmap(fit, in_axes=(0, None, None, None, None, 0, 0, order_axis))
@@ -221,7 +242,8 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
         y_dev: Sequence[Any] | np.ndarray | None = None,
         *, key: PRNGKeyArray, l2: float = 0.0, epochs: int = 500, batch_size: int = 256,
         patience: int | None = None, optimizer: optax.GradientTransformation | None = None,
-        data_key: PRNGKeyArray | None = None, throw: bool = False) -> Solution[KDA]:
+        data_key: PRNGKeyArray | None = None, throw: bool = False,
+        progress: bool = False) -> Solution[KDA]:
     """Trains `model` on kernel columns `c` (`K(x, landmarks)`) and labels `y`.
 
     Every epoch shuffles the training set (from `fold_in(data_key, epoch)`), runs its batches (the
@@ -241,6 +263,9 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
         data_key: PRNG key of the batch order (default: derived from `key`); the dropout
             masks come from `fold_in(key, epoch)`.
         throw: raise `ConvergenceError` if the training loss became NaN or inf.
+        progress: a line per epoch on stderr (training loss, development accuracy,
+            seconds), from a host callback in the compiled loop; rewritten in place on a
+            terminal.
 
     Returns:
         A `Solution` with the model of the best development epoch (the last one without a
@@ -253,10 +278,17 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     _check_options(epochs, batch_size, patience)
     optimizer = adam() if optimizer is None else optimizer
     data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
-    fitter = _compiled(optimizer, epochs, batch_size, patience, False)
+    fitter = _compiled(optimizer, epochs, batch_size, patience, False, False, bool(progress))
     order = default_data_key(key) if data_key is None else data_key
     penalty = nonnegative("l2", l2, model.nystrom.dtype)
-    return fitter(model, *data, key, penalty, order).check(throw)
+    _PROGRESS_T0[0] = time.perf_counter()
+    solution = fitter(model, *data, key, penalty, order)
+    if progress:
+        jax.block_until_ready(solution)
+        jax.effects_barrier()  # every epoch's line is out
+        if sys.stderr.isatty():
+            sys.stderr.write("\n")
+    return solution.check(throw)
 
 
 def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
