@@ -25,7 +25,16 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import numpy as np
-from _common import RESULTS_DIR, parse_args, parser, plot_bars, run_ksvm, write_result
+from _common import (
+    RESULTS_DIR,
+    parse_args,
+    parser,
+    plot_bars,
+    run_ksvm,
+    spread,
+    tree_kernel,
+    write_result,
+)
 
 import jkern
 from jkern.data import stratified_split
@@ -48,17 +57,6 @@ def read_label_file(path: Path) -> tuple[list[str], list[str]]:
         texts.append(text.strip())
         labels.append(coarse)
     return texts, labels
-
-
-def spread(n: int, limit: int | None) -> list[int]:
-    if limit is None or limit >= n:
-        return list(range(n))
-    return np.linspace(0, n - 1, limit).round().astype(int).tolist()
-
-
-def kernel_of(name: str):
-    lam, mu = 0.4, 0.4
-    return jkern.Normalized(jkern.SST(lam) if name == "sst" else jkern.PTK(lam, mu))
 
 
 def shipped_rows() -> dict[tuple[str, str], dict]:
@@ -85,8 +83,8 @@ def main(argv=None) -> int:
     trec = Path(args.data_dir) / "trec"
     train_text, y_train = read_label_file(trec / "train_5500.label")
     test_text, y_test = read_label_file(trec / "TREC_10.label")
-    keep_tr, keep_te = spread(len(train_text), args.max_train), spread(len(test_text),
-                                                                       args.max_test)
+    keep_tr = spread(len(train_text), args.max_train).tolist()
+    keep_te = spread(len(test_text), args.max_test).tolist()
     train_text, test_text = [train_text[i] for i in keep_tr], [test_text[i] for i in keep_te]
     y_train = np.asarray([y_train[i] for i in keep_tr])
     y_test = np.asarray([y_test[i] for i in keep_te])
@@ -104,7 +102,7 @@ def main(argv=None) -> int:
               f"every shape after the first cheap), {np.mean([len(t) for t in train]):.1f} "
               "nodes per tree", flush=True)
         for name in args.kernels.split(","):
-            kernel = kernel_of(name)
+            kernel = tree_kernel(name)  # normalized, λ = μ = 0.4
             t0 = time.perf_counter()
             g_train = np.asarray(jkern.gram(kernel, train, dtype="float64",
                                             threads=args.threads))

@@ -33,6 +33,13 @@ def phase(on: bool, what: str) -> Iterator[None]:
     say(f"{what}: {time.perf_counter() - t0:.1f} s")
 
 
+def rewrite(text: str) -> None:
+    """`text` as a progress line on stderr: rewritten in place on a terminal (end the run of
+    such lines with `end_line`), a line of its own otherwise."""
+    sys.stderr.write(f"\r{text}\033[K" if sys.stderr.isatty() else f"{text}\n")
+    sys.stderr.flush()
+
+
 def cpa_iterations(on: bool, what: str, epsilon: float,
                    then: Callable[[Any], None] | None = None) -> Callable[[Any], None] | None:
     """A `cpa(callback=...)` reporting each iteration (when `on`): one line rewritten in
@@ -42,15 +49,12 @@ def cpa_iterations(on: bool, what: str, epsilon: float,
         return then
     t0 = time.perf_counter()
     count = [0]
-    tty = sys.stderr.isatty()
 
     def report(it: Any) -> None:
         count[0] += 1
-        text = (f"jkern: {what}: iteration {count[0]}, {it.planes} planes, violation "
+        rewrite(f"jkern: {what}: iteration {count[0]}, {it.planes} planes, violation "
                 f"{it.violation:.3g} over slack {it.slack:.3g} (stops within {epsilon:g}), "
                 f"{time.perf_counter() - t0:.1f} s")
-        sys.stderr.write(f"\r{text}\033[K" if tty else f"{text}\n")
-        sys.stderr.flush()
         if then is not None:
             then(it)
 
@@ -58,7 +62,7 @@ def cpa_iterations(on: bool, what: str, epsilon: float,
 
 
 def end_line(on: bool) -> None:
-    """Ends the line `cpa_iterations` rewrote in place on a terminal."""
+    """Ends the line `rewrite` rewrote in place on a terminal (when `on`)."""
     if on and sys.stderr.isatty():
         sys.stderr.write("\n")
         sys.stderr.flush()
@@ -79,10 +83,7 @@ def counter(on: bool, what: str, total: int, unit: str) -> Callable[[int], None]
         if not tty and tenth == shown[0] and done < total:
             return
         shown[0] = tenth
-        text = (f"jkern: {what}: {done:,}/{total:,} {unit}, "
-                f"{time.perf_counter() - t0:.1f} s")
-        end = "\n" if done >= total else ""
-        sys.stderr.write(f"\r{text}\033[K{end}" if tty else f"{text}\n")
-        sys.stderr.flush()
+        rewrite(f"jkern: {what}: {done:,}/{total:,} {unit}, {time.perf_counter() - t0:.1f} s")
+        end_line(done >= total)
 
     return tick

@@ -282,6 +282,11 @@ class KDAClassifier(_TreeClassifier):
         return p / p.sum(axis=1, keepdims=True)
 
 
+def _is_dict_rows(X: Any) -> bool:
+    """Whether X is a non-empty list (or tuple) of {feature id: value} dicts."""
+    return isinstance(X, (list, tuple)) and bool(X) and all(isinstance(r, dict) for r in X)
+
+
 def as_sparse_rows(X: Any) -> Any:
     """X as a `jkern.SparseRows`: a SciPy sparse matrix, a dense 2-D array, a `SparseRows`
     or a list of {feature id: value} dicts."""
@@ -293,7 +298,7 @@ def as_sparse_rows(X: Any) -> Any:
         coo = X.tocoo()
         return SparseRows.from_coo(np.asarray(coo.row), np.asarray(coo.col),
                                    np.asarray(coo.data, np.float64), tuple(coo.shape))
-    if isinstance(X, (list, tuple)) and X and all(isinstance(r, dict) for r in X):
+    if _is_dict_rows(X):
         return SparseRows.from_rows(list(X))
     a = np.asarray(X)
     if a.ndim != 2 or a.dtype.kind not in "biuf":
@@ -335,8 +340,7 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
 
         from ._sparse import SparseRows
 
-        if isinstance(X, SparseRows) or (isinstance(X, (list, tuple)) and X
-                                         and all(isinstance(r, dict) for r in X)):
+        if isinstance(X, SparseRows) or _is_dict_rows(X):
             if y is None:
                 raise InputError("PAClassifier requires y to be passed, but the target y is "
                                  "None")

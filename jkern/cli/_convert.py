@@ -5,7 +5,6 @@ columns, so every other command runs on the result (see docs/cli.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ._common import (
@@ -15,6 +14,7 @@ from ._common import (
     check_output_path,
     input_errors,
     output_errors,
+    say,
 )
 
 SHAPES = ("grct", "lct", "loct", "pos-leaves")
@@ -91,8 +91,7 @@ def run(args) -> int:
         raise CLIError(f"{args.trees}: no trees in file")
     with output_errors():
         write_atomic(out, lambda f: f.write(text.encode("utf-8")))
-    if not args.quiet:
-        print(f"jkern: convert {args.shape}: {n_trees} trees -> {args.out} in "
-              f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    say(args, f"convert {args.shape}: {n_trees} trees -> {args.out} in "
+              f"{time.perf_counter() - t0:.2f} s")
     return EXIT_OK
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ._common import (
@@ -20,6 +19,7 @@ from ._common import (
     output_errors,
     progress_on,
     read_trees_or_exit,
+    say,
     setup_jax,
 )
 
@@ -63,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
                             progress=progress_on(args), threads=args.threads)
     with output_errors():
         write_matrix(out, matrix)
-    if not args.quiet:
-        n, m = matrix.shape
-        print(f"jkern: gram {n}x{m} {kernel_name(args)} {args.dtype} -> {args.out} "
-              f"in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    n, m = matrix.shape
+    say(args, f"gram {n}x{m} {kernel_name(args)} {args.dtype} -> {args.out} "
+              f"in {time.perf_counter() - t0:.2f} s")
     return EXIT_OK

@@ -5,7 +5,6 @@ so that every other command reads them: Penn trees one per line, or with labels 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from ._common import (
@@ -87,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
     text = "".join(f"{line}\n" for line in lines)
     with output_errors():
         write_atomic(out, lambda f: f.write(text.encode("utf-8")))
-    if not args.quiet:
-        print(f"jkern: parse {args.shape}: {len(trees)} trees -> {args.out} in "
-              f"{time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    say(args, f"parse {args.shape}: {len(trees)} trees -> {args.out} in "
+              f"{time.perf_counter() - t0:.2f} s")
     return EXIT_OK

@@ -9,7 +9,6 @@ configurations — dropout rates, λ values, seeds — trains as one `jax.vmap`p
 from __future__ import annotations
 
 import functools
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -21,6 +20,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from .._progress import end_line, rewrite
 from .._solution import Solution, result_code
 from .._validate import finite, in_domain, nonnegative
 from ..errors import InputError
@@ -172,13 +172,8 @@ _PROGRESS_T0 = [0.0]
 def _report_epoch(epoch: Any, epochs: int, acc: Any, loss: Any, has_dev: bool) -> None:
     """One progress line per epoch on stderr (rewritten in place on a terminal)."""
     dev = f", development accuracy {float(acc):.4f}" if has_dev else ""
-    text = (f"jkern: KDA epoch {int(epoch)}/{epochs}: training loss {float(loss):.4f}{dev}, "
+    rewrite(f"jkern: KDA epoch {int(epoch)}/{epochs}: training loss {float(loss):.4f}{dev}, "
             f"{time.perf_counter() - _PROGRESS_T0[0]:.1f} s")
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\r{text}\033[K")
-    else:
-        sys.stderr.write(text + "\n")
-    sys.stderr.flush()
 
 
 @functools.cache
@@ -286,8 +281,7 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     if progress:
         jax.block_until_ready(solution)
         jax.effects_barrier()  # every epoch's line is out
-        if sys.stderr.isatty():
-            sys.stderr.write("\n")
+        end_line(True)
     return solution.check(throw)
 
 
