@@ -70,7 +70,8 @@ def parse_args(ap: argparse.ArgumentParser, argv: Sequence[str] | None, name: st
     still win). Resolves --out-dir: docs/results by default, a fresh temporary folder under
     --smoke (which refuses docs/results: smoke figures are no results), and, under --smoke
     with a --cache-dir flag left unset, a cache folder inside it. A smoke run also keeps its
-    compiled XLA programs on disk (`$JKERN_CACHE_DIR`, default `<tmp>/jkern-smoke-xla`)."""
+    compiled XLA programs on disk (`$JKERN_CACHE_DIR`, default the user's own
+    `~/.cache/jkern/xla`; off, with a warning, where that folder is not private)."""
     args = ap.parse_args(argv)
     if args.smoke:
         ap.set_defaults(**smoke)
@@ -84,8 +85,7 @@ def parse_args(ap: argparse.ArgumentParser, argv: Sequence[str] | None, name: st
         args.cache_dir = str(Path(args.out_dir) / "cache")
     if args.smoke:
         # compiled programs dominate a smoke run: keep them on disk for the next one
-        xla = enable_compilation_cache(os.environ.get("JKERN_CACHE_DIR")
-                                       or Path(tempfile.gettempdir()) / "jkern-smoke-xla")
+        xla = enable_compilation_cache()  # $JKERN_CACHE_DIR or the user's own cache folder
         print(f"smoke run ({name}): outputs in {args.out_dir} (compiled programs cached in "
               f"{xla})", flush=True)
     return args

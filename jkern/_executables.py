@@ -14,17 +14,21 @@ Nothing changes where the cache is off (`JKERN_NO_CACHE=1`, `jkern.disable_compi
 or the arguments are traced (jit/grad/vmap of a kernel), and in a multi-process
 `jax.distributed` job (its executables are tied to the job's global device set): the call is the
 plain `jax.jit` one.
-A file that fails to load (truncated, another build) is dropped and the program compiled
-again. Only fresh compiles are stored (see `_load_or_compile`). The files are pickles of
-executables: like JAX's own cache, the directory must be writable only by you; delete it to
-reclaim the space of old jkern builds' entries.
+A file that fails to load (damaged, truncated, another build) is dropped and the program
+compiled again. Only fresh compiles are stored (see `_load_or_compile`).
+
+No pickle: a file is JSON metadata, the executable's own bytes and a SHA-256 digest checked
+before anything is deserialized (`jkern._executable_file`). A stored executable is machine
+code, so files are read only from a folder that passes the cache's trust check (`jkern._trust`:
+yours, not writable by others) and only if each file is yours and not writable by others;
+else the program is compiled as if the cache were off, with one `CacheWarning`. Delete the
+folder to reclaim the space of old jkern builds' entries.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import tempfile
 import threading
 import time
@@ -38,8 +42,9 @@ import jax
 import jaxlib.version
 import numpy as np
 
-from . import _programs
-from . import _startup as _startup  # the cache these executables live beside
+from . import _cache, _programs, _trust
+from . import _executable_file as _file
+from . import _startup as _startup  # program counts
 from ._validate import is_traced
 
 _SUBDIR = "jkern-executables"
@@ -61,11 +66,45 @@ def _jkern_source_digest() -> str:
         return _source_digest
 
 
+_trusted: dict[str, Path | None] = {}
+
+
 def executables_dir() -> Path | None:
     """Where executables are kept: beside JAX's persistent compilation cache, or None when
-    that cache is off."""
+    that cache is off or its folder fails the trust check (`jkern._trust`; one warning)."""
     chosen = getattr(jax.config, "jax_compilation_cache_dir", None)
-    return Path(chosen) / _SUBDIR if chosen else None
+    if not chosen:
+        return None
+    if chosen not in _trusted:
+        root = _cache.trusted_dir(chosen, entries=False)
+        _trusted[chosen] = None if root is None else root / _SUBDIR
+    return _trusted[chosen]
+
+
+_MAX_FILE_BYTES = 1 << 31
+
+
+def _read_trusted(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file of yours that others cannot write (links
+    are not followed), else None (one warning when it exists but is not trusted)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        _cache.warn_once(f"stored executable {path} not used: {err.strerror or err}")
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        why = _trust.untrusted_entry_reason(st)
+        if why is None and st.st_size > _MAX_FILE_BYTES:
+            why = f"larger than {_MAX_FILE_BYTES} bytes"
+        if why is not None:
+            _cache.warn_once(f"stored executable {path} not used: {why}; the program is "
+                             f"compiled instead")
+            return None
+        return f.read(_MAX_FILE_BYTES + 1)
 
 
 def _leaf_signature(leaf: Any) -> tuple:
@@ -143,6 +182,7 @@ class StoredProgram:
         _PROGRAMS.add(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _cache.ensure_default()
         where = executables_dir()
         statics = {k: kwargs.pop(k) for k in self._static if k in kwargs}
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
@@ -165,28 +205,23 @@ class StoredProgram:
         return compiled(*args, **kwargs)
 
     def _load_or_compile(self, where: Path, key: tuple, args, kwargs, statics) -> Any:
-        from jax.experimental import serialize_executable
-
         backend = jax.devices()[0]
-        name = hashlib.sha256(repr((
+        digest = hashlib.sha256(repr((
             self._fn.__module__, self._fn.__qualname__, key, jax.__version__,
             jaxlib.version.__version__, backend.platform, backend.device_kind,
             os.environ.get("XLA_FLAGS", ""), _jkern_source_digest(),
         )).encode()).hexdigest()
-        path = where / f"{self._fn.__name__}-{name[:40]}.bin"
-        if path.exists():
+        path = where / f"{self._fn.__name__}-{digest[:40]}.jkx"
+        data = _read_trusted(path)
+        if data is not None:
             start = time.perf_counter()
+            # Loaded onto the devices it was compiled for: by default JAX loads it onto
+            # every local device, and with several (--xla_force_host_platform_device_count,
+            # GPUs) a one-device program then expects one shard per device.
+            by_id = {d.id: d for d in jax.local_devices()}
             try:
-                with open(path, "rb") as f:
-                    blob, in_tree, out_tree, device_ids = pickle.load(f)
-                # Loaded onto the devices it was compiled for: by default JAX loads it onto
-                # every local device, and with several (--xla_force_host_platform_device_count,
-                # GPUs) a one-device program then expects one shard per device.
-                by_id = {d.id: d for d in jax.local_devices()}
-                compiled = serialize_executable.deserialize_and_load(
-                    blob, in_tree, out_tree,
-                    execution_devices=[by_id[i] for i in device_ids])
-            except Exception:  # unreadable, or from another build: compiled again below
+                compiled = _file.decode(data, digest, key[0], by_id)
+            except _file.Unusable:  # damaged, or from another build: compiled again below
                 path.unlink(missing_ok=True)
             else:
                 _programs.count_loaded(time.perf_counter() - start)
@@ -205,7 +240,7 @@ class StoredProgram:
             hits = _cache_hits()
             compiled = program.lower(*args, **kwargs, **statics).compile()
             if _cache_hits() == hits:
-                _store(compiled, where, path)
+                _store(compiled, key[0], digest, where, path)
                 break
             if attempt == 0:
                 for entry in where.parent.glob(f"jit_{name}-*"):
@@ -213,23 +248,25 @@ class StoredProgram:
         return compiled
 
 
-def _store(compiled: Any, where: Path, path: Path) -> None:
+def _store(compiled: Any, in_tree: Any, name: str, where: Path, path: Path) -> None:
     """Writes `compiled` to `path` whole, then renames it into place (a reader never sees
-    half a file); on a read-only or full disk the program just stays uncached."""
-    from jax.experimental import serialize_executable
-
+    half a file); a program that cannot be described exactly, or a read-only or full disk,
+    leaves the program uncached."""
+    described = _file.describe(compiled, in_tree)
+    if described is None:
+        return
     tmp = None
     try:
-        blob, in_tree, out_tree = serialize_executable.serialize(compiled)
-        device_ids = [d.id for d in compiled._executable.xla_executable.local_devices()]
-        where.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
+        data = _file.encode(name, *described)
+        _trust.make_private_dir(where)
+        if _trust.untrusted_dir_reason(where) is not None:
+            return
+        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")  # mode 0600
         with os.fdopen(fd, "wb") as f:
-            pickle.dump((blob, in_tree, out_tree, device_ids), f,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(data)
         os.replace(tmp, path)
         tmp = None
-    except Exception:
+    except (OSError, _file.Unusable):
         pass
     finally:
         if tmp is not None:

@@ -1,11 +1,12 @@
 """What loading jkern's library does once, whichever way it is reached (`jkern.<name>`, or an
 import of a subpackage that computes: `jkern.kernels`, `jkern.svm`, `jkern.kda`, `jkern.ds`,
-`jkern.pa`, or of `jkern._executables`): the persistent compilation cache on
-by default (`_cache.enable_default`) and compiled programs counted (`_programs.install`).
-`import jkern` alone does neither: it imports no JAX (the command line's `--help` and
-`--version` stay fast)."""
+`jkern.pa`, or of `jkern._executables`): compiled programs counted (`_programs.install`, a
+listener on JAX's monitoring events; it changes nothing JAX does).
 
-from . import _cache, _programs
+No JAX setting changes on import: the persistent compilation cache is turned on at jkern's
+first computation (`_cache.ensure_default`), or explicitly by `jkern.enable_compilation_cache`.
+`import jkern` alone imports no JAX (the command line's `--help` and `--version` stay fast)."""
 
-_cache.enable_default()
+from . import _programs
+
 _programs.install()

@@ -172,8 +172,9 @@ def test_programs_are_reused_across_calls_and_blocks(shared_data):
 
 
 def _cache_dir_of(env: dict) -> str:
-    # the first use of the library (here: a name of it) turns the cache on
-    code = "import jax, jkern; jkern.SST; print(jax.config.jax_compilation_cache_dir)"
+    # the first computation turns the cache on (importing jkern does not: test_cache_trust)
+    code = ("import jax, jkern; jkern.SST(0.4).gram([jkern.trees.parse_penn('(S (A a))')]); "
+            "print(jax.config.jax_compilation_cache_dir)")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, check=True).stdout.strip()
 

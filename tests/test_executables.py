@@ -45,7 +45,7 @@ def _args():
 def test_a_fresh_program_loads_the_stored_executable(cache_at):
     first = StoredProgram(_scaled_sum, static_argnames=("times",), donate_argnums=(0,))
     want = np.asarray(first(*_args(), times=3))
-    files = sorted(executables_dir().glob("_scaled_sum-*.bin"))
+    files = sorted(executables_dir().glob("_scaled_sum-*.jkx"))
     assert len(files) == 1
     loaded_before = jkern.program_stats()["loaded"]
     again = StoredProgram(_scaled_sum, static_argnames=("times",), donate_argnums=(0,))
@@ -57,12 +57,12 @@ def test_a_fresh_program_loads_the_stored_executable(cache_at):
     np.testing.assert_array_equal(np.asarray(again(*_args(), times=2)), np.arange(4.0))
     np.testing.assert_array_equal(np.asarray(again(jnp.zeros(3), jnp.ones(3), 2.0, times=1)),
                                   np.full(3, 2.0))
-    assert len(list(executables_dir().glob("_scaled_sum-*.bin"))) == 3
+    assert len(list(executables_dir().glob("_scaled_sum-*.jkx"))) == 3
 
 
 def test_a_damaged_file_is_compiled_again_and_replaced(cache_at):
     StoredProgram(_scaled_sum, static_argnames=("times",))(*_args(), times=3)
-    (path,) = executables_dir().glob("_scaled_sum-*.bin")
+    (path,) = executables_dir().glob("_scaled_sum-*.jkx")
     path.write_bytes(b"not an executable")
     loaded_before = jkern.program_stats()["loaded"]
     got = StoredProgram(_scaled_sum, static_argnames=("times",))(*_args(), times=3)
@@ -110,7 +110,7 @@ def test_a_second_process_loads_every_recurrence_and_gets_the_same_gram(tmp_path
     first, second = run(), run()
     assert first["loaded"] == 0 and first["programs"] > 0
     store = tmp_path / "xla" / "jkern-executables"
-    stored = sorted(p.name for p in store.glob("*.bin"))
+    stored = sorted(p.name for p in store.glob("*.jkx"))
     assert second["loaded"] == len(stored) > 0
     assert np.array_equal(np.asarray(second["gram"]), np.asarray(first["gram"]))
     # With the store gone but JAX's own cache full, the programs are compiled afresh and
@@ -118,7 +118,7 @@ def test_a_second_process_loads_every_recurrence_and_gets_the_same_gram(tmp_path
     # and the next process loads and runs them.
     shutil.rmtree(store)
     third, fourth = run(), run()
-    assert sorted(p.name for p in store.glob("*.bin")) == stored
+    assert sorted(p.name for p in store.glob("*.jkx")) == stored
     assert third["loaded"] == 0 and fourth["loaded"] == len(stored)
     for later in (third, fourth):
         assert np.array_equal(np.asarray(later["gram"]), np.asarray(first["gram"]))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 from . import _convert, _ds, _gram, _nystrom, _pa, _parse, _predict, _train
@@ -58,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = os.environ.get("JKERN_DEBUG") == "1"
     try:
         args = build_parser().parse_args(None if argv is None else list(argv))
-        return args._run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args._run(args)
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except CLIError as err:
@@ -74,6 +77,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _report(f"{type(err).__name__}: {err}")
         return EXIT_COMPUTE
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """jkern's own warnings (`jkern.errors.CacheWarning`, ...) as one `jkern: warning:` line;
+    others as Python prints them."""
+    if category.__module__.startswith("jkern"):
+        text = " ".join(str(message).split())
+        print(f"jkern: warning: {text}", file=sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
 
 
 def _report(message: str) -> None:
