@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._cache import jit
 from .._solution import Solution, result_code
 from .._sparse import Features, SparseRows, n_rows
 from .._validate import float_dtype, is_traced, positive, positive_int
@@ -32,7 +33,7 @@ from ._relaxation import (
 )
 
 
-@functools.partial(jax.jit, static_argnames=("max_iter", "check_every", "refine"))
+@functools.partial(jit, static_argnames=("max_iter", "check_every", "refine"))
 def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int, refine: int):
     prob = Problem(x, cons, lam, mu, sigma_sq * 1.01 + lam)
     n_checks = -(-max_iter // check_every)
@@ -59,7 +60,7 @@ def _solve(x, cons, lam, mu, sigma_sq, tol, *, max_iter: int, check_every: int, 
     return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
 
 
-@functools.partial(jax.jit, static_argnames=("max_iter", "check_every", "refine"))
+@functools.partial(jit, static_argnames=("max_iter", "check_every", "refine"))
 def _solve_bcd(x, cons, lay, lam, mu, tol, key, *, max_iter: int, check_every: int,
                refine: int):
     prob = Problem(x, cons, lam, mu, jnp.zeros((), lam.dtype))  # no global step: no ||Q||
@@ -69,7 +70,7 @@ def _solve_bcd(x, cons, lay, lam, mu, tol, key, *, max_iter: int, check_every: i
     return state, chk, y_hat, w, z, history, result_code(chk.gap <= tol, finite)
 
 
-@functools.partial(jax.jit, static_argnames=("max_iter", "primal_steps", "sweeps", "refine"))
+@functools.partial(jit, static_argnames=("max_iter", "primal_steps", "sweeps", "refine"))
 def _solve_hybrid(x, cons, lay, lam, mu, tol, *, max_iter: int, primal_steps: int,
                   sweeps: int, refine: int):
     prob = Problem(x, cons, lam, mu, jnp.zeros((), lam.dtype))

@@ -20,6 +20,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from .._cache import filter_jit
 from .._progress import end_line, rewrite
 from .._solution import Solution, result_code
 from .._validate import finite, in_domain, nonnegative
@@ -184,7 +185,7 @@ def _compiled(optimizer, epochs: int, batch_size: int, patience: int | None, bat
     if batched:  # models, keys and λ stacked; the data (and maybe the batch order) shared
         order_axis = None if shared_order else 0
         fit = eqx.filter_vmap(fit, in_axes=(0, None, None, None, None, 0, 0, order_axis))
-    return eqx.filter_jit(fit)
+    return filter_jit(fit)
 
 
 def _indices(classes: tuple, labels: Any, what: str) -> np.ndarray:

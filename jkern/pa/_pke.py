@@ -26,8 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._cache import filter_jit
 from .._labels import sign_labels
-from .._sparse import SparseRows
+from .._sparse import FeatureIds, SparseRows
+from .._validate import finite_model
 from ..errors import InputError
 from ._explicit import _base, _conjunction_keys
 from ._split import CommonPart
@@ -43,13 +45,16 @@ class ExpandedModel(eqx.Module):
         weights: `[D + 1]` w_U of the table's conjunctions, then 0 (conjunctions not in it).
         table: the sorted keys and how to search a row's conjunctions (`CommonPart`, base
             `n_model + 1`).
-        n_features: input feature ids are below this (static; larger ids are ignored).
+        n_features: the training matrix's columns (static; other features are ignored).
+        ids: the feature id of each column (the training matrix's `SparseRows.ids`; None:
+            column j is id j), static: new rows are mapped onto the columns by id.
     """
 
     rank: Int[Array, " n_features"]
     weights: Float[Array, " D1"]
     table: CommonPart
     n_features: int = eqx.field(static=True)
+    ids: FeatureIds | None = eqx.field(static=True, default=None)
 
     @property
     def n_model(self) -> int:
@@ -59,6 +64,7 @@ class ExpandedModel(eqx.Module):
     def width_of(self, X: SparseRows) -> int:
         """The most in-model features a row of `X` holds (host), rounded up to a multiple
         of 4 so that batches share compiled programs."""
+        X, _ = X.aligned(self.ids, self.n_features)
         idx, val = np.asarray(X.indices), np.asarray(X.values)
         known = (val != 0) & (idx >= 0) & (idx < self.n_features)
         rank = np.asarray(self.rank)
@@ -69,8 +75,10 @@ class ExpandedModel(eqx.Module):
     def decision_function(self, X: SparseRows, *, block: int = 4096) -> Float[Array, " m"]:
         """The margins of `X`'s rows (binary features; values other than 0 and 1 raise),
         `block` rows per step of one jitted call."""
+        self = finite_model(self)
         if not isinstance(X, SparseRows):
             raise InputError(f"X must be a jkern.SparseRows, got {type(X).__name__}")
+        X, _ = X.aligned(self.ids, self.n_features)
         val = np.asarray(X.values)
         if not np.all((val == 0) | (val == 1)):
             raise InputError("the expanded model classifies binary features (every value 0 "
@@ -97,7 +105,7 @@ class ExpandedModel(eqx.Module):
         return sign_labels(self.decision_function(X))
 
 
-@eqx.filter_jit
+@filter_jit
 def _expanded_margins(rank, weights, table: CommonPart, n_features: int, idx, present):
     N = table.n_common
     D = table.keys.shape[0]
@@ -115,8 +123,8 @@ def _expanded_margins(rank, weights, table: CommonPart, n_features: int, idx, pr
 
 
 def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.ndarray,
-                           degree: int, n_features: int, *, chunk: int = 1 << 22
-                           ) -> ExpandedModel:
+                           degree: int, n_features: int, *, chunk: int = 1 << 22,
+                           ids: FeatureIds | None = None) -> ExpandedModel:
     """The `ExpandedModel` of support vectors `indices`/`values` (binary) with weights
     `alpha` (host arrays; `chunk`: conjunction keys enumerated at a time)."""
     indices, values = np.asarray(indices), np.asarray(values)
@@ -157,4 +165,5 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
                         degree).bucketed()
     dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32  # pyright: ignore
     return ExpandedModel(jnp.asarray(np.minimum(rank, N), jnp.int32),
-                         jnp.asarray(np.concatenate([w, [0.0]]), dtype), table, n_features)
+                         jnp.asarray(np.concatenate([w, [0.0]]), dtype), table, n_features,
+                         ids)

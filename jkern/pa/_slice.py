@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
+from .._cache import filter_jit
 from .._sparse import SparseRows
 from ._data import frequency_order
 from ._split import (
@@ -126,12 +126,12 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> Array | None:
     return _search_rows(common, rows.reshape(-1, CHUNK_VISITS, k))[:n]
 
 
-@eqx.filter_jit
+@filter_jit
 def _search_rows(common: CommonPart, rows):
     return jax.lax.map(common.ids, rows).reshape(-1, common.n_ids)
 
 
-@eqx.filter_jit
+@filter_jit
 def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask, kept,
          record: bool, block: int):
     """Visit `order` (`[chunks, CHUNK_VISITS]`, `mask` False on padding): per chunk, the

@@ -47,12 +47,15 @@ import numpy as np
 from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int
 
+from .._cache import jit
 from .._labels import labels_at, predict_labels, sign_labels
 from .._solution import Solution, result_code
-from .._sparse import SparseRows
+from .._sparse import FeatureIds, SparseRows
 from .._validate import (
     class_weights,
     concrete,
+    finite,
+    finite_model,
     plus_minus_labels,
     positive,
     positive_int,
@@ -77,16 +80,25 @@ class LinearSVM(eqx.Module):
         b: intercept, `bias * w_bias` (0 without a bias feature).
         classes: the sorted labels of a one-vs-rest model (a static tuple), the (negative,
             positive) labels of a binary model that names them, else None.
+        ids: the feature id of each column when trained on a `SparseRows` whose `ids` name
+            them (static; None: column j is id j): a `SparseRows` X is mapped onto the
+            columns by id, features the model never saw ignored.
     """
 
     w: Float[Array, "*batch d"]
     b: Float[Array, "*batch"]
     classes: tuple | None = eqx.field(static=True, default=None)
+    ids: FeatureIds | None = eqx.field(static=True, default=None)
 
     def decision_function(self, X: Float[Array, "m d"] | SparseRows
                           ) -> Float[Array, " m *classes"]:
         """`X @ w + b`: `[m]` for a binary model, `[m, k]` for one-vs-rest. X is `[m, d]` or a
         `jkern.SparseRows` of d features."""
+        self = finite_model(self)
+        if not isinstance(X, SparseRows):  # a SparseRows holds finite values
+            finite("X", X)
+        if isinstance(X, SparseRows) and (self.ids is not None or X.ids is not None):
+            X, _ = X.aligned(self.ids, self.w.shape[-1])
         b = self.b if self.b.ndim == 0 else jnp.expand_dims(self.b, -2)
         return scores(X, self.w) + b
 
@@ -365,7 +377,7 @@ def _solver(loss: str, shrinking: bool, max_iter: int):
 # Public API
 
 
-@functools.partial(jax.jit, static_argnames=("loss", "shrinking", "max_iter"))
+@functools.partial(jit, static_argnames=("loss", "shrinking", "max_iter"))
 def _fit_binary(rows, y, C, w_pos, w_neg, bias, tol, key, *, loss, shrinking, max_iter):
     dt = rows.dtype
     cw = jnp.stack([jnp.asarray(w_pos, dt), jnp.asarray(w_neg, dt)])
@@ -456,7 +468,8 @@ def dcd(
         loss=loss, shrinking=bool(shrinking), max_iter=max_iter,
     )
     stats = {"alpha": A, "n_iter": n_iter, "dual_objective": dual}
-    return Solution(LinearSVM(w=W, b=b), code, stats).check(throw)
+    ids = rows.X.ids if isinstance(rows.X, SparseRows) else None
+    return Solution(LinearSVM(w=W, b=b, ids=ids), code, stats).check(throw)
 
 
 def _check_bias(bias, dt):

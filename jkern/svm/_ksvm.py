@@ -20,11 +20,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._cache import filter_jit
 from .._labels import predict_labels
 from .._solution import Solution, result_code
 from .._validate import (
     class_weights,
     finite,
+    finite_model,
     float_dtype,
     plus_minus_labels,
     positive,
@@ -67,6 +69,8 @@ class KernelSVM(eqx.Module):
 
     def decision_function(self, k: Float[Array, "m n"]) -> Float[Array, " m *classes"]:
         """Decision values from `k[i, j] = K(x_i, train_j)`."""
+        self = finite_model(self)
+        finite("k", k)
         k = jnp.asarray(k)
         n = self.coef.shape[-1]
         if k.ndim != 2 or k.shape[1] != n:
@@ -185,7 +189,7 @@ def _smo(k, y, c_i, tol, max_iter):
     return alpha * y, -rho, objective, it, gap < tol
 
 
-@eqx.filter_jit
+@filter_jit
 def _fit(k, y, c_i, tol, max_iter):
     coef, b, objective, it, ok = _smo(k, y, c_i, tol, max_iter)
     finite = jnp.isfinite(objective) & jnp.isfinite(b)

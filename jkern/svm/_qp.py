@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
+from .._cache import jit
+
 
 class QPResult(NamedTuple):
     """The dual solution and how it was reached.
@@ -73,7 +75,7 @@ def _objectives(alpha, g_alpha, offsets, c, mask):
     return dual, primal
 
 
-@jax.jit
+@jit
 def solve_one_slack_dual(
     gram: Float[Array, "T T"],
     offsets: Float[Array, " T"],
