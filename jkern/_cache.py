@@ -157,3 +157,19 @@ def filter_jit(fn: Callable[..., Any]) -> Any:
     import equinox as eqx
 
     return _OnFirstCall(eqx.filter_jit(fn))
+
+
+def trusted_file(path: str | os.PathLike) -> bool:
+    """Whether a cache file (of any of jkern's caches, e.g. the parse cache) may be used: its
+    folder passes `trusted_dir` and the file is a regular file of yours that others cannot
+    write (links not followed). A file that exists but fails gets one `CacheWarning`."""
+    where = Path(path)
+    try:
+        st = os.lstat(where)
+    except OSError:
+        return False
+    why = _trust.untrusted_entry_reason(st, closed=_trust.closed_to_others(where.parent))
+    if why is not None:
+        warn_once(f"cache file {where} not used: {why}; computing it afresh")
+        return False
+    return trusted_dir(where.parent, create=False, entries=False) is not None

@@ -97,7 +97,7 @@ def _read_trusted(path: Path) -> bytes | None:
         return None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
-        why = _trust.untrusted_entry_reason(st)
+        why = _trust.untrusted_entry_reason(st, closed=_trust.closed_to_others(path.parent))
         if why is None and st.st_size > _MAX_FILE_BYTES:
             why = f"larger than {_MAX_FILE_BYTES} bytes"
         if why is not None:

@@ -9,7 +9,9 @@ root) can have put anything in it, the rule OpenSSH applies to `~/.ssh` (`Strict
   others, unless its sticky bit is set (like `/tmp`: others may add their own entries there
   but cannot rename or remove ours);
 - each entry read from it is a regular file (not a link) owned by the current user and not
-  writable by group or others.
+  writable by group or others (its mode does not matter inside a folder that group and
+  others cannot enter at all, mode 0700, which is how jkern creates its folders: then nobody
+  else can reach it, whatever the umask gave it).
 
 Where the rule cannot be checked (no POSIX ownership, e.g. Windows) nothing is trusted.
 """
@@ -62,9 +64,18 @@ def untrusted_dir_reason(path: str | os.PathLike) -> str | None:
     return None
 
 
-def untrusted_entry_reason(st: os.stat_result) -> str | None:
+def closed_to_others(folder: str | os.PathLike) -> bool:
+    """Whether group and others have no access at all to `folder` (mode 0700 or tighter)."""
+    try:
+        return os.stat(folder).st_mode & 0o077 == 0
+    except OSError:
+        return False
+
+
+def untrusted_entry_reason(st: os.stat_result, *, closed: bool = False) -> str | None:
     """None when a file with this `os.fstat`/`os.lstat` result may be read from a trusted
-    folder: a regular file owned by the current user, not writable by group or others."""
+    folder: a regular file owned by the current user, not writable by group or others unless
+    `closed` (its folder is closed to them, `closed_to_others`)."""
     me = _me()
     if me is None:
         return "file ownership cannot be checked on this platform"
@@ -72,7 +83,7 @@ def untrusted_entry_reason(st: os.stat_result) -> str | None:
         return "not a regular file"
     if st.st_uid != me:
         return f"belongs to another user ({_describe(st)})"
-    if st.st_mode & _WRITABLE_BY_OTHERS:
+    if st.st_mode & _WRITABLE_BY_OTHERS and not closed:
         return f"writable by group or others ({_describe(st)})"
     return None
 
@@ -82,6 +93,7 @@ def untrusted_entries(path: str | os.PathLike) -> str | None:
     owned by the current user and not writable by group or others; else the first that is
     not, and why."""
     for root, dirs, files in os.walk(path):
+        closed = closed_to_others(root)
         for name in dirs + files:
             entry = os.path.join(root, name)
             try:
@@ -89,11 +101,11 @@ def untrusted_entries(path: str | os.PathLike) -> str | None:
             except OSError:
                 continue  # removed meanwhile
             if stat.S_ISDIR(st.st_mode):
-                if st.st_uid != _me() or st.st_mode & _WRITABLE_BY_OTHERS:
+                if st.st_uid != _me() or (st.st_mode & _WRITABLE_BY_OTHERS and not closed):
                     return (f"{entry}: a folder of another user or writable by others "
                             f"({_describe(st)})")
                 continue
-            why = untrusted_entry_reason(st)
+            why = untrusted_entry_reason(st, closed=closed)
             if why is not None:
                 return f"{entry}: {why}"
     return None

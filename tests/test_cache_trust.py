@@ -113,6 +113,16 @@ def test_a_folder_others_can_write_is_not_used_and_the_job_runs(tmp_path):
     assert got["gram"] == want["gram"]
 
 
+def test_entry_modes_do_not_matter_inside_a_folder_closed_to_others(tmp_path):
+    folder = tmp_path / "closed"
+    folder.mkdir(mode=0o700)
+    (folder / "entry").write_bytes(b"x")
+    (folder / "entry").chmod(0o666)  # e.g. umask 000: nobody else can reach it anyway
+    assert _trust.untrusted_entries(folder) is None
+    folder.chmod(0o755)
+    assert "writable by group or others" in (_trust.untrusted_entries(folder) or "")
+
+
 def test_a_parent_others_can_write_without_the_sticky_bit_is_not_trusted(tmp_path):
     parent = tmp_path / "open"
     (parent / "xla").mkdir(parents=True)
@@ -162,7 +172,8 @@ def test_an_untrusted_or_damaged_entry_is_not_loaded(cache_at, tamper, tmp_path)
     StoredProgram(_scaled_sum, static_argnames=("times",))(*_args(), times=3)
     (path,) = executables_dir().glob("_scaled_sum-*.jkx")
     data = path.read_bytes()
-    if tamper == "writable by others":
+    if tamper == "writable by others":  # in a folder others can enter (0700 would hide it)
+        path.parent.chmod(0o755)
         path.chmod(0o666)
     elif tamper == "a link":
         elsewhere = tmp_path / "elsewhere.jkx"
@@ -233,3 +244,24 @@ def test_no_jkern_module_unpickles_or_evaluates_anything():
             if isinstance(node, ast.keyword) and node.arg == "allow_pickle":
                 assert isinstance(node.value, ast.Constant) and node.value.value is False, \
                     f"{path}:{node.lineno}: allow_pickle must be False"
+
+
+def test_a_cache_file_of_another_kind_is_used_only_if_trusted(tmp_path):
+    # the rule for jkern's other caches (the spaCy parse cache of `jkern.ds`)
+    from jkern._cache import trusted_file
+
+    folder = tmp_path / "parses"
+    folder.mkdir(mode=0o755)
+    entry = folder / "spacy-x.npz"
+    entry.write_bytes(b"x")
+    entry.chmod(0o644)
+    assert trusted_file(entry)
+    entry.chmod(0o666)
+    with pytest.warns(CacheWarning, match="not used"):
+        assert not trusted_file(entry)
+    entry.chmod(0o644)
+    link = folder / "spacy-y.npz"
+    link.symlink_to(entry)
+    with pytest.warns(CacheWarning, match="not a regular file"):
+        assert not trusted_file(link)
+    assert not trusted_file(folder / "absent.npz")
