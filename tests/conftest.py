@@ -58,3 +58,12 @@ def _free_compiled_programs():
     if os.environ.get("JKERN_TEST_MAPS"):
         with open("/proc/self/maps") as f:
             print(f"[memory mappings after: {sum(1 for _ in f)}]")
+
+
+@pytest.fixture
+def cache_at(tmp_path):
+    """JAX's compilation cache (and so jkern's executables) moved to a fresh folder."""
+    before = jax.config.jax_compilation_cache_dir
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "xla"))
+    yield tmp_path / "xla"
+    jax.config.update("jax_compilation_cache_dir", before)

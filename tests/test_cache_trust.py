@@ -12,10 +12,9 @@ import sys
 import warnings
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_executables import _args, _scaled_sum
 
 import jkern
 from jkern import _trust
@@ -147,24 +146,6 @@ def test_a_folder_or_entry_of_another_user_is_not_used(tmp_path):
     assert "belongs to another user" in (_trust.untrusted_entries(ours) or "")
     got = _gram(ours)  # JAX's own cache is refused for an entry it did not write
     assert got["cache"] is None and len(_cache_warnings(got["stderr"])) == 1
-
-
-def _scaled_sum(buf, x, scale, *, times):
-    for _ in range(times):
-        buf = buf + scale * x
-    return buf
-
-
-@pytest.fixture
-def cache_at(tmp_path):
-    before = jax.config.jax_compilation_cache_dir
-    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "xla"))
-    yield tmp_path / "xla"
-    jax.config.update("jax_compilation_cache_dir", before)
-
-
-def _args():
-    return jnp.zeros(4), jnp.arange(4.0), 0.5
 
 
 @pytest.mark.parametrize("tamper", ["writable by others", "a link", "bit flip", "truncated"])

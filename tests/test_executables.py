@@ -15,7 +15,6 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import jkern
 from jkern._executables import StoredProgram, executables_dir
@@ -27,15 +26,6 @@ def _scaled_sum(buf, x, scale, *, times):
     for _ in range(times):
         buf = buf + scale * x
     return buf
-
-
-@pytest.fixture
-def cache_at(tmp_path):
-    """JAX's compilation cache (and so jkern's executables) moved to a fresh folder."""
-    before = jax.config.jax_compilation_cache_dir
-    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "xla"))
-    yield tmp_path / "xla"
-    jax.config.update("jax_compilation_cache_dir", before)
 
 
 def _args():
