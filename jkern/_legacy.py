@@ -130,10 +130,11 @@ def _kda_from_arrays(data: Any, prefix: str = "kda.", source: str = "<arrays>") 
     if header.get("format") != "jkern-kda-1":
         raise ModelFileError(f"{source}: not a jkern KDA file (format {header.get('format')!r})")
     leaves = [jnp.asarray(data[f"{prefix}leaf{i}"]) for i in range(header["n_leaves"])]
-    # the tree structure comes from a skeleton of the same configuration
-    skeleton = KDA.init(jax.random.PRNGKey(0), leaves[0], header["classes"],
-                        hidden=header["hidden"], train_nystrom=header["train_nystrom"],
-                        dtype=leaves[0].dtype)
+    # the tree structure comes from a skeleton of the same configuration, built abstractly:
+    # shapes only, so widths the file merely claims allocate nothing
+    skeleton = jax.eval_shape(lambda: KDA.init(
+        jax.random.PRNGKey(0), leaves[0], header["classes"], hidden=header["hidden"],
+        train_nystrom=header["train_nystrom"], dtype=leaves[0].dtype))
     template = jax.tree_util.tree_leaves(skeleton)
     if len(template) != len(leaves) or any(
             a.shape != b.shape for a, b in zip(template, leaves)):

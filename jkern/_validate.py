@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import equinox as eqx
 import jax
@@ -160,3 +160,57 @@ def finite(name: str, x: Any) -> None:
     a = x if isinstance(x, jax.Array) else np.asarray(x)
     if a.dtype.kind in "fc" and not bool(jnp.all(jnp.isfinite(a))):
         raise InputError(f"{name} holds NaN or inf values")
+
+
+def kernel_fits(name: str, x: Any, kxx: Callable[[Any], Any], kernel: str, *,
+                label: Callable[[int, int], Any] | None = None) -> None:
+    """Refuse rows whose kernel value with themselves overflows: `x` is `[n, k]` (each row's
+    entries: a dense row, or a sparse row's values) and `kxx(sq)` the kernel at x = y from
+    |x|^2 = Σ x_f^2, computed in x's dtype. By Cauchy-Schwarz |x·y| <= max(|x|^2, |y|^2),
+    so when every row's k(x, x) is finite no kernel value between rows overflows; a row
+    whose k(x, x) is inf (finite values whose squares overflow) is an `InputError` naming
+    it, its largest entry (`label(row, entry)`, else the entry's position) and why.
+    Traced `x` is not checked."""
+    if is_traced(x):
+        return
+    a = x if isinstance(x, jax.Array) else jnp.asarray(x)
+    if a.dtype.kind not in "fc" or a.ndim != 2 or a.size == 0:
+        return
+    ok = jnp.isfinite(kxx(jnp.sum(a * a, axis=1)))
+    if bool(jnp.all(ok)):
+        return
+    i = int(np.flatnonzero(~np.asarray(ok))[0])
+    row = np.asarray(a[i])
+    j = int(np.argmax(np.abs(row)))
+    feature = label(i, j) if label is not None else j
+    with np.errstate(over="ignore"):
+        sq = float(np.sum(row.astype(np.float64) ** 2))
+    raise InputError(f"{name}: row {i} (0-based) has feature {feature} = {row[j]:.6g}, and "
+                     f"{kernel} of the row with itself overflows {a.dtype} (|x|^2 = Σ x_f^2 "
+                     f"is {sq:.3g}): rescale the "
+                     "features (e.g. divide by their largest magnitude)")
+
+
+_Model = TypeVar("_Model")
+
+
+def finite_model(model: _Model) -> _Model:
+    """`model`, whose floating parameters must be finite (every `decision_function` and
+    projector `embed` starts here): a model holding NaN or inf scores NaN, which labels every
+    input one class.
+    Concrete arrays are checked now (`InputError` naming the field); traced ones (a vmapped
+    batch of models, a jitted call) by `equinox.error_if` in the returned model, which the
+    caller uses instead."""
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(model)
+    checked, traced = [], False
+    for path, leaf in leaves:
+        if isinstance(leaf, (jax.Array, np.ndarray)) and leaf.dtype.kind in "fc":
+            where = jax.tree_util.keystr(path).lstrip(".") or "its parameters"
+            message = (f"the {type(model).__name__} holds NaN or inf values in {where}: it "
+                       "would give NaN for every input (retrain or refit it)")
+            if is_traced(leaf):
+                leaf, traced = eqx.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message), True
+            elif not bool(jnp.all(jnp.isfinite(leaf))):
+                raise InputError(message)
+        checked.append(leaf)
+    return jax.tree_util.tree_unflatten(treedef, checked) if traced else model

@@ -166,9 +166,10 @@ class _TreeClassifier(_TreeKernelMixin, ClassifierMixin, BaseEstimator):
 
     model_: Any  # set by fit
 
-    def _fitted(self, X: Any) -> list[Any]:
+    def _fitted(self, X: Any) -> tuple[Any, list[Any]]:
+        """(the fitted model, X as trees); scikit-learn's `NotFittedError` before `fit`."""
         check_is_fitted(self, "model_")
-        return as_trees(X)
+        return self.model_, as_trees(X)
 
     def _training_set(self, X: Any, y: Any) -> tuple[list[Any], np.ndarray]:
         """(the trees, the labels) checked, and `classes_` set."""
@@ -181,11 +182,13 @@ class _TreeClassifier(_TreeKernelMixin, ClassifierMixin, BaseEstimator):
         return trees, y
 
     def predict(self, X: Any) -> np.ndarray:
-        return np.asarray(self.model_.predict(self._fitted(X)))
+        model, trees = self._fitted(X)
+        return np.asarray(model.predict(trees))
 
     def decision_function(self, X: Any) -> np.ndarray:
         """`[n]` for two classes (positive: `classes_[1]`), `[n, k]` for more."""
-        return np.asarray(self.model_.decision_function(self._fitted(X)))
+        model, trees = self._fitted(X)
+        return np.asarray(model.decision_function(trees))
 
 
 class NystromSVC(_TreeClassifier):
@@ -276,7 +279,8 @@ class KDAClassifier(_TreeClassifier):
     def predict_proba(self, X: Any) -> np.ndarray:
         """`[n, k]` class probabilities (the softmax of the network's class scores), columns
         in `classes_` order."""
-        scores = np.asarray(self.model_.class_scores(self._fitted(X)), np.float64)
+        model, trees = self._fitted(X)
+        scores = np.asarray(model.class_scores(trees), np.float64)
         scores = scores - scores.max(axis=1, keepdims=True)
         p = np.exp(scores)
         return p / p.sum(axis=1, keepdims=True)

@@ -4,6 +4,7 @@ here, never from each other)."""
 from __future__ import annotations
 
 import collections
+import os
 import re
 from pathlib import Path
 
@@ -12,12 +13,24 @@ import numpy as np
 import pytest
 import reference_kernels as R
 from data_paths import require
+from hypothesis import HealthCheck, settings
 
 from jkern.kernels import kernel_by_name
 from jkern.svm import LinearSVM
 from jkern.trees import Tree, grct, lct, parse_penn, read_conllu
 
 N_TREC, N_UD = 150, 4  # the shared corpus: TREC questions and UD sentences
+
+# Fuzz profiles (`@pytest.mark.parametrize("profile", PROFILES)`, then `@profile` on the
+# `@given` check): a few derandomized examples in the default suite, JKERN_FUZZ_EXAMPLES
+# (default 200) under `-m slow`. The short one keeps shapes fixed where a learner compiles
+# (every new shape is a compilation: seconds each).
+SHORT = settings(max_examples=8, deadline=None, database=None, derandomize=True,
+                 suppress_health_check=list(HealthCheck))
+LONG = settings(max_examples=int(os.environ.get("JKERN_FUZZ_EXAMPLES", "200")),
+                deadline=None, database=None, suppress_health_check=list(HealthCheck))
+PROFILES = [pytest.param(SHORT, id="short"),
+            pytest.param(LONG, id="long", marks=pytest.mark.slow)]
 
 
 # --------------------------------------------------------------------------- kernels

@@ -6,13 +6,12 @@ profile (JKERN_FUZZ_EXAMPLES, default 200)."""
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from helpers import PROFILES
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import jkern
@@ -20,14 +19,6 @@ from jkern import svm
 from jkern._solution import RESULTS
 from jkern.errors import JkernError
 from jkern.trees import parse_penn
-
-# The short profile keeps shapes fixed (every new shape is a compilation: seconds each).
-SHORT = settings(max_examples=8, deadline=None, database=None, derandomize=True,
-                 suppress_health_check=list(HealthCheck))
-LONG = settings(max_examples=int(os.environ.get("JKERN_FUZZ_EXAMPLES", "200")),
-                deadline=None, database=None, suppress_health_check=list(HealthCheck))
-PROFILES = [pytest.param(SHORT, id="short"),
-            pytest.param(LONG, id="long", marks=pytest.mark.slow)]
 
 # Values at and beyond every boundary, and ordinary ones.
 EDGE_FLOATS = st.sampled_from([float("nan"), float("inf"), -float("inf"), -1.0, 0.0, 1e-300,

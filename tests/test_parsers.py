@@ -246,7 +246,9 @@ def test_tsv_and_encodings(tmp_path):
     path.write_text("coarse\ttree\nHUM\t(S (WP Who))\n")
     assert read_examples_any(path) == [Example(0.0, (parse_penn("(S (WP Who))"),), ())]
     path.write_bytes("(NP (NNP Mu\xf1oz))\n".encode("latin-1"))
-    assert read_trees(path)[0].labels[-1] == "Mu\xf1oz"
+    # strict UTF-8 by default (issue 32: no silent Latin-1 fallback); the encoding is named
+    assert _error(read_trees, path).startswith(f"{path}:1:12: byte 0xF1 is not valid UTF-8")
+    assert read_trees(path, encoding="latin-1")[0].labels[-1] == "Mu\xf1oz"
     path.write_bytes("\ufeff(NP (NNP Mu\xf1oz))\n".encode())
     assert read_trees(path)[0].labels[-1] == "Mu\xf1oz"
 

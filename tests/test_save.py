@@ -538,3 +538,141 @@ def test_files_are_reproducible(tmp_path):
     jkern.save(tmp_path / "b.npz", eqx.tree_at(lambda m: m.w, model, jnp.arange(6.0).reshape(
         2, 3)))
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+
+
+# --------------------------------------------------------------------------- issue 32: bounds
+
+def _ksvm_file(tmp_path):
+    path = tmp_path / "model.npz"
+    jkern.save(path, jkern.svm.ksvm(np.eye(4) + 0.1, [1, -1, 1, -1]).model)
+    return path
+
+
+def _replace_member(path, name, data, compresslevel=None):
+    """`path` again with member `name` holding `data` (bytes, or a callable writing them to
+    the open member: a large one streamed)."""
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist() if n != name}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=compresslevel) as z:
+        with z.open(name, "w", force_zip64=True) as m:
+            data(m) if callable(data) else m.write(data)
+        for n, content in members.items():
+            z.writestr(n, content)
+
+
+def _npy(a):
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, a)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("member, value", [("coef", np.nan), ("coef", -np.inf),
+                                           ("intercept", np.nan)])
+def test_a_model_file_with_non_finite_arrays_is_refused(tmp_path, member, value):
+    path = _ksvm_file(tmp_path)
+    a = np.asarray(getattr(jkern.load(path), member)).copy()
+    a.reshape(-1)[-1] = value
+    _replace_member(path, f"{member}.npy", _npy(a))
+    _check_fails(path, f"{member} \\(member {member}.npy\\) holds NaN or inf values")
+
+
+def test_save_refuses_non_finite_parameters_but_keeps_nan_in_solution_stats(tmp_path):
+    model = jkern.svm.ksvm(np.eye(4) + 0.1, [1, -1, 1, -1]).model
+    bad = eqx.tree_at(lambda m: m.coef, model, replace_fn=lambda c: c.at[0].set(jnp.nan))
+    with pytest.raises(InputError, match="cannot save coef: it holds NaN or inf values"):
+        jkern.save(tmp_path / "m.npz", bad)
+    assert not (tmp_path / "m.npz").exists()
+    # histories padded with NaN (kda's dev accuracy, ds's checks) are no parameters
+    solution = jkern.Solution(model, jnp.zeros((), jnp.int32),
+                              {"dev_accuracy": jnp.array([0.5, jnp.nan]), "gap": np.inf})
+    jkern.save(tmp_path / "s.npz", solution)
+    back = jkern.load(tmp_path / "s.npz")
+    assert np.isnan(back.stats["dev_accuracy"][1]) and back.stats["gap"] == np.inf
+
+
+def _peak_of_load(path):
+    """(what `jkern.load(path)` raised, the peak memory it traced, in MiB)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        jkern.load(path)
+    except ModelFileError as err:
+        return err, tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    raise AssertionError(f"{path} loaded")
+
+
+def test_a_header_of_deflated_blanks_is_refused_without_reading_it(tmp_path):
+    """Issue 32: 300 MB of deflated blanks in a 300 KiB file used to peak at 764 MiB. Past
+    MAX_HEADER_BYTES (256 MiB), or past 20 times the file's size, nothing is read."""
+    path = _ksvm_file(tmp_path)
+    for megabytes, message in ((300, "header.json is 300,000,000 bytes; jkern.load reads at "
+                                     "most 268,435,456 (MAX_HEADER_BYTES)"),
+                               (100, "its members expand to 100,000,")):
+        _replace_member(path, "header.json", lambda m, n=megabytes: [
+            m.write(b" " * 10**6) for _ in range(n)], compresslevel=1)
+        assert path.stat().st_size < 2 * 2**20
+        err, peak = _peak_of_load(path)
+        assert peak < 4, peak
+        assert message in str(err), err
+    assert "reads at most 20 times the file's" in str(err)
+
+
+def _central_entry(data, name):
+    """The offset of `name`'s central directory entry in the zip bytes `data`."""
+    at = data.index(b"PK\x05\x06")  # end of central directory: where the directory starts
+    at = int.from_bytes(data[at + 16: at + 20], "little")
+    while data[at: at + 4] == b"PK\x01\x02":
+        n, extra, comment = (int.from_bytes(data[at + k: at + k + 2], "little")
+                             for k in (28, 30, 32))
+        if data[at + 46: at + 46 + n] == name.encode():
+            return at
+        at += 46 + n + extra + comment
+    raise KeyError(name)
+
+
+def test_a_header_whose_entry_understates_its_size_is_read_no_further(tmp_path):
+    """zipfile stops at the entry's size, then the CRC fails: a corrupt file, no blow-up."""
+    path = _ksvm_file(tmp_path)
+    _replace_member(path, "header.json", b" " * 50 * 10**6, compresslevel=1)
+    data = bytearray(path.read_bytes())
+    at = _central_entry(data, "header.json")
+    assert int.from_bytes(data[at + 24: at + 28], "little") == 50 * 10**6
+    data[at + 24: at + 28] = (1000).to_bytes(4, "little")  # the uncompressed size
+    path.write_bytes(bytes(data))
+    err, peak = _peak_of_load(path)
+    assert peak < 4 and "Bad CRC-32" in str(err), (peak, err)
+
+
+@pytest.mark.parametrize("text", [b"[" * 100_000 + b"]" * 100_000,
+                                  b'{"format": "jkern.model", "version": 2, "object": '
+                                  + b'{"tuple": [' * 5_000 + b"]}" * 5_000 + b"}"])
+def test_a_deeply_nested_header_is_a_model_file_error(tmp_path, text):
+    path = _ksvm_file(tmp_path)
+    _replace_member(path, "header.json", text)
+    _check_fails(path, f"{CORRUPT}: header.json is nested too deeply")
+
+
+def test_an_array_header_claiming_a_huge_shape_allocates_nothing(tmp_path):
+    import io
+
+    path = _ksvm_file(tmp_path)
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (10**12,)})
+    _replace_member(path, "coef.npy", buffer.getvalue() + bytes(32))
+    err, peak = _peak_of_load(path)
+    assert peak < 4, peak
+    assert "its .npy header says float64[1000000000000]" in str(err)
+
+
+def test_an_array_named_twice_is_refused(tmp_path):
+    path = _ksvm_file(tmp_path)
+    header = _header(path)
+    header["object"]["fields"]["intercept"] = {**header["object"]["fields"]["coef"]}
+    _rewrite(path, header)
+    _check_fails(path, f"{CORRUPT}: intercept: array 'coef' is named twice")

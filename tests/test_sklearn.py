@@ -139,6 +139,22 @@ def test_bad_inputs_are_input_errors():
         KernelSVC().fit(["(S (A a))", 3], ["a", "b"])
 
 
+@pytest.mark.parametrize(("est", "method"), [
+    (KernelSVC(), "predict"), (KernelSVC(), "decision_function"),
+    (NystromSVC(), "predict"), (NystromSVC(), "decision_function"),
+    (KDAClassifier(), "predict"), (KDAClassifier(), "decision_function"),
+    (KDAClassifier(), "predict_proba"), (TreeKernelTransformer(), "transform"),
+    (TreeKernelTransformer(landmarks=2), "transform"), (PAClassifier(), "predict"),
+    (PAClassifier(), "decision_function")], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_unfitted_estimators_raise_not_fitted_error(est, method):
+    """Issue 32: scikit-learn's NotFittedError before fit, never an AttributeError."""
+    from sklearn.exceptions import NotFittedError
+
+    X = np.ones((2, 3)) if isinstance(est, PAClassifier) else ["(S (A a))", "(S (B b))"]
+    with pytest.raises(NotFittedError):
+        getattr(est, method)(X)
+
+
 def test_pa_classifier_is_jkern_pa_fit():
     import jax
     import scipy.sparse as sp

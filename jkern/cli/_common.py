@@ -9,7 +9,7 @@ import contextlib
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -113,12 +113,13 @@ def output_errors() -> Iterator[None]:
         raise CLIError(os_message(err), EXIT_COMPUTE) from err
 
 
-def read_trees_or_exit(path: str) -> list[Any]:
-    """The trees of a file; exit 2 with `file:line:col: problem` on bad input."""
+def read_trees_or_exit(path: str, encoding: str = "utf-8") -> list[Any]:
+    """The trees of a file; exit 2 with `file:line:col: problem` on bad input (a byte not
+    valid in `encoding` included)."""
     from jkern.trees._io import located_trees
 
     with input_errors():
-        located = located_trees(path)
+        located = located_trees(path, encoding=encoding)
     if not located:
         raise CLIError(f"{path}: no trees in file")
     trees = [tree for _, tree in located]
@@ -134,39 +135,49 @@ _TREE_LINES: dict[int, tuple[str, int]] = {}
 _KEPT: list[list[Any]] = []
 
 
-def read_labels_or_exit(path: str, column: str | None) -> list[str]:
+def read_labels_or_exit(path: str, column: str | None, encoding: str = "utf-8") -> list[str]:
     """The labels of a tree file (SVM-Light-TK labels or a TSV column); exit 2 without."""
     from jkern.trees import read_labels
 
     with input_errors():
         try:
-            return read_labels(path, column)
+            return read_labels(path, column, encoding=encoding)
         except ValueError as err:
             if "label column" in str(err):
                 raise CLIError(f"{err}: use --label-column NAME") from err
             raise
 
 
-def file_labels_or_none(path: str, column: str | None) -> list[str] | None:
+def file_labels_or_none(path: str, column: str | None, encoding: str = "utf-8"
+                        ) -> list[str] | None:
     """The labels of a tree file when it has some, found as `jkern train` finds them: the
     `column` given (then required), an SVM-Light-TK file's, or a TSV's `label` column; None
     for a file without (Penn trees, a TSV without a `label` column)."""
     if column is not None:
-        return read_labels_or_exit(path, column)
+        return read_labels_or_exit(path, column, encoding)
     from jkern.errors import InputError
-    from jkern.trees import read_labels
+    from jkern.trees import TreeParseError, read_labels
 
     with input_errors():
         try:
-            return read_labels(path, None)
-        except InputError:
+            return read_labels(path, None, encoding=encoding)
+        except TreeParseError:  # a bad byte, or a row without its label: bad input
+            raise
+        except InputError:  # no labels in the file
             return None
 
 
-def check_output_path(out: str, suffixes: tuple[str, ...] | None = OUTPUT_SUFFIXES) -> Path:
+def check_output_path(out: str, suffixes: tuple[str, ...] | None = OUTPUT_SUFFIXES, *,
+                      inputs: Iterable[str | os.PathLike[str] | None]) -> Path:
     """`--out`: a known suffix (any with `suffixes=None`), an existing folder, not a folder
-    itself."""
+    itself, and none of the command's `inputs` (the files it reads; None: a flag not given):
+    the same file by `os.path.samefile`, through a symbolic or a hard link too, is a usage
+    error before anything is read or written, so no command overwrites what it reads."""
     path = Path(out)
+    for source in inputs:
+        if source is not None and _same_file(path, source):
+            raise CLIError(f"--out {out}: is the input file {os.fspath(source)}; writing it "
+                           "would destroy the input: choose another output file")
     if suffixes is not None and path.suffix.lower() not in suffixes:
         names = " or ".join(suffixes)
         raise CLIError(f"--out {out}: unknown output format {path.suffix or '(no suffix)'!r}; "
@@ -176,6 +187,14 @@ def check_output_path(out: str, suffixes: tuple[str, ...] | None = OUTPUT_SUFFIX
     if path.is_dir():
         raise CLIError(f"--out {out}: is a directory")
     return path
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether `a` and `b` are one existing file (False when either cannot be examined)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # missing, unreadable, or a name with a NUL
+        return False
 
 
 def say(args: argparse.Namespace, text: str) -> None:
@@ -200,7 +219,8 @@ def progress_on(args: argparse.Namespace) -> bool:
 
 
 def setup_jax(dtype: str) -> None:
-    """float64 needs JAX's x64 mode, switched on before any array exists; compile cache."""
+    """float64 needs JAX's x64 mode, switched on before any array exists; the compile cache
+    (off, with one warning line, where its folder cannot be created or trusted)."""
     import jax
 
     if dtype == "float64":
@@ -269,7 +289,8 @@ def kernel_from_arguments(args: argparse.Namespace) -> Any:
 
         with input_errors():
             try:
-                table = load_word_vectors(args.vectors, dtype=np.float64)
+                table = load_word_vectors(args.vectors, dtype=np.float64,
+                                          encoding=args.encoding)
             except ValueError as err:  # a malformed file is bad input
                 raise CLIError(str(err)) from err
         vocab, vectors = table.words, table.vectors
@@ -314,10 +335,31 @@ def add_quiet_argument(p: argparse.ArgumentParser) -> None:
                    help="no summary line on stderr (default off: one summary line)")
 
 
+def encoding_name(text: str) -> str:
+    """An argparse type: a known, ASCII-compatible text encoding (`--encoding`)."""
+    from jkern.errors import InputError
+    from jkern.trees._textfile import check_encoding
+
+    try:
+        check_encoding(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def add_encoding_argument(p: argparse.ArgumentParser) -> None:
+    """--encoding, of every text file the command reads."""
+    p.add_argument("--encoding", type=encoding_name, default="utf-8", metavar="ENC",
+                   help="text encoding of the input files, e.g. latin-1 or cp1252; they are "
+                        "decoded strictly, a byte not valid in it is an error at its "
+                        "file:line:column (default utf-8; never guessed)")
+
+
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    """--dtype, --threads, --progress, --quiet."""
+    """--dtype, --encoding, --threads, --progress, --quiet."""
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                    help="kernel computation precision (default float64)")
+    add_encoding_argument(p)
     add_threads_argument(p)
     add_progress_argument(p)
     add_quiet_argument(p)

@@ -10,6 +10,7 @@ import time
 from ._common import (
     EXIT_OK,
     CLIError,
+    add_encoding_argument,
     add_quiet_argument,
     check_output_path,
     input_errors,
@@ -44,6 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "phrase); default: semantic heads, as in Universal Dependencies")
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="the converted file (same format as TREES) (required)")
+    add_encoding_argument(p)
     add_quiet_argument(p)
 
 
@@ -56,7 +58,7 @@ def _transform(shape: str, semantic: bool):
     return lambda tree: build(head_dependencies(tree, semantic=semantic))
 
 
-def _conllu_shapes(path: str, shape: str) -> tuple[str, int]:
+def _conllu_shapes(path: str, shape: str, encoding: str) -> tuple[str, int]:
     """The GRCT / LCT / LOCT of each sentence of a CoNLL-U file, one Penn tree per line, and
     how many there are."""
     from jkern.trees import read_conllu
@@ -64,7 +66,7 @@ def _conllu_shapes(path: str, shape: str) -> tuple[str, int]:
     if shape == "pos-leaves":
         raise CLIError(f"{path}: --shape pos-leaves needs constituency parses, not CoNLL-U")
     build = _dependency_shape(shape)
-    lines = [build(sentence).to_penn() for sentence in read_conllu(path)]
+    lines = [build(sentence).to_penn() for sentence in read_conllu(path, encoding=encoding)]
     return "".join(f"{line}\n" for line in lines), len(lines)
 
 
@@ -73,7 +75,8 @@ def run(args) -> int:
     from jkern._io import write_atomic
     from jkern.trees import rewrite_trees
 
-    out = check_output_path(args.out, None)  # any file name: the format is the input's
+    # any file name: the format is the input's
+    out = check_output_path(args.out, None, inputs=(args.trees,))
     transform = _transform(args.shape, not args.syntactic_heads)
     converted = []
 
@@ -83,9 +86,9 @@ def run(args) -> int:
 
     with input_errors():
         if args.trees.endswith(".conllu"):
-            text, n_trees = _conllu_shapes(args.trees, args.shape)
+            text, n_trees = _conllu_shapes(args.trees, args.shape, args.encoding)
         else:
-            text = rewrite_trees(args.trees, counted)
+            text = rewrite_trees(args.trees, counted, encoding=args.encoding)
             n_trees = len(converted)
     if not n_trees:
         raise CLIError(f"{args.trees}: no trees in file")

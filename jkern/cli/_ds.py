@@ -12,6 +12,7 @@ from ._common import (
     EXIT_COMPUTE,
     EXIT_OK,
     CLIError,
+    add_encoding_argument,
     check_output_path,
     compute_errors,
     input_errors,
@@ -84,6 +85,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                        help="precision of the features and the solve (default float64)")
     train.add_argument("--quiet", "-q", action="store_true",
                        help="no summary line on stderr (warnings still print; default off)")
+    add_encoding_argument(train)
     train.set_defaults(_action=run_train)
 
     predict = sub.add_parser("predict", help="rank a split's (pair, relation) candidates",
@@ -109,6 +111,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     predict.add_argument("--seed", type=int, default=0, help="seed of --max-pairs (default 0)")
     predict.add_argument("--quiet", "-q", action="store_true",
                          help="no summary line on stderr (default off)")
+    add_encoding_argument(predict)
     predict.set_defaults(_action=run_predict)
 
 
@@ -116,12 +119,23 @@ def run(args: argparse.Namespace) -> int:
     return args._action(args)
 
 
+def _data_files(data: str) -> list[str]:
+    """The files `load_ds_wordnet` may read under DATA (in DATA/ds-wordnet/ or DATA/): what
+    --out must not be."""
+    import os
+
+    from jkern.data._dswordnet import DS_WORDNET_FILES
+
+    return [os.path.join(root, name) for root in (os.path.join(data, "ds-wordnet"), data)
+            for name in DS_WORDNET_FILES]
+
+
 def _load_split(args: argparse.Namespace) -> tuple[tuple[str, ...], Any]:
     """The relation names and the (sampled) split of DATA; bad data is an input error."""
     from jkern.data import load_ds_wordnet
 
     with input_errors():
-        data = load_ds_wordnet(args.data)
+        data = load_ds_wordnet(args.data, encoding=args.encoding)
         split = data.split(args.split)
         if args.max_pairs is not None:
             split = split.sample(args.max_pairs, seed=args.seed)
@@ -139,7 +153,7 @@ def _counts(split: Any, what: str) -> str:
 
 def run_train(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    out = check_output_path(args.out, (".npz",))
+    out = check_output_path(args.out, (".npz",), inputs=_data_files(args.data))
     if (args.min_count is not None and args.max_count is not None
             and args.min_count > args.max_count):
         raise CLIError(f"--min-count {args.min_count} is above --max-count {args.max_count}")
@@ -194,7 +208,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    check_output_path(args.out, (".tsv",))
+    check_output_path(args.out, (".tsv",), inputs=(args.model, *_data_files(args.data)))
     setup_jax("float64")  # the file's arrays load at their saved precision
     import numpy as np
 

@@ -7,6 +7,7 @@ import time
 
 from ._common import (
     EXIT_OK,
+    add_encoding_argument,
     add_kernel_arguments,
     add_progress_argument,
     add_quiet_argument,
@@ -34,6 +35,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "which is reported as an error)")
     add_progress_argument(p)
     add_threads_argument(p)
+    add_encoding_argument(p)
     add_quiet_argument(p)
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="output matrix: FILE.npy (NumPy) or FILE.tsv (one row per line, "
@@ -49,10 +51,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_kernel_arguments(args)
-    out = check_output_path(args.out)
+    out = check_output_path(args.out, inputs=(args.trees, args.trees2, args.vectors))
     setup_jax(args.dtype)
-    trees1 = read_trees_or_exit(args.trees)
-    trees2 = None if args.trees2 is None else read_trees_or_exit(args.trees2)
+    trees1 = read_trees_or_exit(args.trees, args.encoding)
+    trees2 = None if args.trees2 is None else read_trees_or_exit(args.trees2, args.encoding)
     kernel = kernel_from_arguments(args)
 
     import jkern

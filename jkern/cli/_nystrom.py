@@ -74,14 +74,15 @@ def run(args: argparse.Namespace) -> int:
 def run_fit(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_kernel_arguments(args)
-    out = check_output_path(args.out, (".npz",))
+    out = check_output_path(args.out, (".npz",), inputs=(args.trees, args.vectors))
     setup_jax(args.dtype)
     import jax
 
     import jkern
 
-    trees = read_trees_or_exit(args.trees)
-    labels = read_labels_or_exit(args.trees, args.label_column) if args.stratify else None
+    trees = read_trees_or_exit(args.trees, args.encoding)
+    labels = (read_labels_or_exit(args.trees, args.label_column, args.encoding)
+              if args.stratify else None)
     kernel = kernel_from_arguments(args)
     if args.landmarks > len(trees):
         raise CLIError(f"--landmarks {args.landmarks}: the file has {len(trees)} trees")
@@ -117,12 +118,12 @@ def load_projector(path: str):
 
 def run_embed(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    out = check_output_path(args.out)
+    out = check_output_path(args.out, inputs=(args.projector, args.trees))
     setup_jax("float64")  # the file's arrays load at their saved precision
     from jkern._io import write_matrix
 
     proj = load_projector(args.projector)
-    trees = read_trees_or_exit(args.trees)
+    trees = read_trees_or_exit(args.trees, args.encoding)
     with compute_errors():
         x = proj.embed(trees, **gram_options(args))
     with output_errors():

@@ -13,6 +13,7 @@ from ._common import (
     EXIT_COMPUTE,
     EXIT_OK,
     CLIError,
+    add_encoding_argument,
     check_output_path,
     compute_errors,
     input_errors,
@@ -92,6 +93,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "features) (default off: the support vectors)")
     train.add_argument("--quiet", "-q", action="store_true",
                        help="no summary line on stderr (default off: one summary line)")
+    add_encoding_argument(train)
     train.set_defaults(_action=run_train)
 
     predict = sub.add_parser("predict", help="decision values of a model on a sparse-vector "
@@ -107,6 +109,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                               "svm_classify's output) (default: stdout)")
     predict.add_argument("--quiet", "-q", action="store_true",
                          help="no summary line (with the accuracy) on stderr (default off)")
+    add_encoding_argument(predict)
     predict.set_defaults(_action=run_predict)
 
 
@@ -114,13 +117,14 @@ def run(args: argparse.Namespace) -> int:
     return args._action(args)
 
 
-def _read(path: str, dtype: str) -> Any:
-    """The labelled vectors of a file; a malformed line (`file:line:column: problem`), an
-    empty file or an unreadable one is an input error (exit 2)."""
+def _read(path: str, dtype: str, encoding: str) -> Any:
+    """The labelled vectors of a file; a malformed line (`file:line:column: problem`, a byte
+    not valid in `encoding` included), an empty file or an unreadable one is an input error
+    (exit 2)."""
     from jkern.pa import read_sparse
 
     with input_errors():
-        return read_sparse(path, dtype=dtype)
+        return read_sparse(path, dtype=dtype, encoding=encoding)
 
 
 # --------------------------------------------------------------------------- train
@@ -128,7 +132,7 @@ def _read(path: str, dtype: str) -> Any:
 
 def run_train(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    out = check_output_path(args.out, (".npz",))
+    out = check_output_path(args.out, (".npz",), inputs=(args.data,))
     setup_jax(args.dtype)
     import jax
     import numpy as np
@@ -136,7 +140,7 @@ def run_train(args: argparse.Namespace) -> int:
     import jkern
     from jkern import RESULTS
 
-    data = _read(args.data, args.dtype)
+    data = _read(args.data, args.dtype, args.encoding)
     X, y = data.features, data.labels
     with compute_errors(), input_errors():  # the library refuses a mode, flag or data: exit 2
         sol = jkern.pa.fit(X, y, degree=args.degree, C=args.C, epochs=args.epochs,
@@ -178,7 +182,7 @@ def run_train(args: argparse.Namespace) -> int:
 def run_predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.out is not None:
-        check_output_path(args.out, (".tsv",))
+        check_output_path(args.out, (".tsv",), inputs=(args.model, args.data))
     setup_jax("float64")  # the file's arrays load at their saved precision
     import numpy as np
 
@@ -193,7 +197,7 @@ def run_predict(args: argparse.Namespace) -> int:
                        f"{type(model).__name__})")
     dtype = str(np.asarray(model.alpha if isinstance(model, jkern.pa.SupportVectorModel)
                            else model.weights).dtype)
-    data = _read(args.data, dtype)
+    data = _read(args.data, dtype, args.encoding)
     with compute_errors(), input_errors():
         values = np.asarray(model.decision_function(data.features), np.float64)
     if values.ndim != 1:

@@ -10,6 +10,7 @@ import time
 from ._common import (
     EXIT_OK,
     CLIError,
+    add_encoding_argument,
     add_progress_argument,
     add_quiet_argument,
     check_output_path,
@@ -37,36 +38,38 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "~/.cache/jkern/parses)")
     p.add_argument("--out", "-o", required=True, metavar="FILE",
                    help="the trees file (required)")
+    add_encoding_argument(p)
     add_progress_argument(p)
     add_quiet_argument(p)
 
 
-def _read(path: str, labelled: bool) -> tuple[list[str | None], list[str]]:
-    """(labels or Nones, texts) of the non-empty lines."""
+def _read(path: str, labelled: bool, encoding: str) -> tuple[list[str | None], list[str]]:
+    """(labels or Nones, texts) of the non-empty lines, decoded strictly in `encoding`."""
+    from jkern.trees._textfile import iter_lines
+
     labels: list[str | None] = []
     texts: list[str] = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            if labelled:
-                label, tab, text = line.partition("\t")
-                if not tab or not label.strip() or not text.strip():
-                    raise CLIError(f"{path}:{number}: expected 'LABEL<TAB>text' (--labels)")
-                labels.append(label.strip())
-                texts.append(text)
-            else:
-                labels.append(None)
-                texts.append(line)
+    for number, line in iter_lines(path, encoding=encoding):
+        if not line.strip():
+            continue
+        if labelled:
+            label, tab, text = line.partition("\t")
+            if not tab or not label.strip() or not text.strip():
+                raise CLIError(f"{path}:{number}: expected 'LABEL<TAB>text' (--labels)")
+            labels.append(label.strip())
+            texts.append(text)
+        else:
+            labels.append(None)
+            texts.append(line)
     return labels, texts
 
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    out = check_output_path(args.out, None)  # Penn lines or a TSV, whatever the name
+    # Penn lines or a TSV, whatever the name
+    out = check_output_path(args.out, None, inputs=(args.text,))
     with input_errors():
-        labels, texts = _read(args.text, args.labels)
+        labels, texts = _read(args.text, args.labels, args.encoding)
     if not texts:
         raise CLIError(f"{args.text}: no sentences in file")
     import jkern

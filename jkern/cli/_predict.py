@@ -10,6 +10,7 @@ from ._common import (
     EXIT_OK,
     CLIError,
     add_common_arguments,
+    check_output_path,
     compute_errors,
     file_labels_or_none,
     gram_options,
@@ -58,8 +59,7 @@ def _binary_decision(model: Any, scores: Any) -> tuple[int, Any]:
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    if not args.out.lower().endswith(".tsv"):
-        raise CLIError(f"--out {args.out}: use a .tsv file name")
+    check_output_path(args.out, (".tsv",), inputs=(args.model, args.trees))
     setup_jax("float64")  # the file's arrays load at their saved precision
     import jkern
     from jkern._io import write_atomic
@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if not hasattr(model, "classify") or model.classes is None:
         raise CLIError(f"{args.model}: not a model from `jkern train` (a "
                        f"{type(model).__name__})")
-    trees = read_trees_or_exit(args.trees)
-    gold = file_labels_or_none(args.trees, args.label_column)
+    trees = read_trees_or_exit(args.trees, args.encoding)
+    gold = file_labels_or_none(args.trees, args.label_column, args.encoding)
     if gold is not None and len(gold) != len(trees):
         raise CLIError(f"{args.trees}: {len(trees)} trees but {len(gold)} labels")
     with compute_errors():

@@ -151,7 +151,8 @@ def _devices(n: int | None):
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     _check(args)
-    out = check_output_path(args.out, (".npz",))
+    out = check_output_path(args.out, (".npz",),
+                            inputs=(args.trees, args.projector, args.vectors))
     setup_jax(args.dtype)
     import jax
 
@@ -163,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
             check_kda_options(dropout=args.dropout, dev_fraction=args.dev_fraction,
                               names=("--dropout", "--dev-fraction"))
 
-    trees = read_trees_or_exit(args.trees)
-    labels = read_labels_or_exit(args.trees, args.label_column)
+    trees = read_trees_or_exit(args.trees, args.encoding)
+    labels = read_labels_or_exit(args.trees, args.label_column, args.encoding)
     try:
         check_labels(labels, len(trees))
     except jkern.errors.InputError as err:

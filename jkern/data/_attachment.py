@@ -141,7 +141,8 @@ def attachment_examples(sentences: Sequence[Sequence[Token]], vocab: dict[str, i
 
 
 def load_ud_attachment(data_dir: str | os.PathLike[str], *, train: str = "dev",
-                       test: str = "test", window: int = 5, dtype: Any = None) -> AttachmentData:
+                       test: str = "test", window: int = 5, dtype: Any = None,
+                       encoding: str = "utf-8") -> AttachmentData:
     """The attachment task from `<data_dir>/ud-english-ewt/en_ewt-ud-{split}.conllu`.
 
     Args:
@@ -150,6 +151,8 @@ def load_ud_attachment(data_dir: str | os.PathLike[str], *, train: str = "dev",
             issue 21: dev as training, test as test).
         window: the largest dependent-head distance of a candidate.
         dtype: the values' dtype.
+        encoding: the files' text encoding (default `"utf-8"`, which CoNLL-U requires),
+            decoded strictly (`jkern.trees.read_conllu`).
 
     Returns:
         `AttachmentData(train, test, vocab)`; the test set's columns are the training
@@ -168,7 +171,8 @@ def load_ud_attachment(data_dir: str | os.PathLike[str], *, train: str = "dev",
                                     "data_dir (--data-dir) at the shared data folder")
         paths[split] = path
     vocab: dict[str, int] = {}
-    tr = attachment_examples(read_conllu(paths[train]), vocab, window=window, dtype=dtype)
-    te = attachment_examples(read_conllu(paths[test]), vocab, window=window, grow=False,
-                             dtype=dtype)
+    tr = attachment_examples(read_conllu(paths[train], encoding=encoding), vocab,
+                             window=window, dtype=dtype)
+    te = attachment_examples(read_conllu(paths[test], encoding=encoding), vocab,
+                             window=window, grow=False, dtype=dtype)
     return AttachmentData(tr, te, tuple(vocab))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import gzip
 import os
 import pathlib
 from collections.abc import Iterator, Sequence
@@ -20,6 +19,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from ..errors import InputError
+from ..trees._textfile import DEFAULT_ENCODING, check_encoding, iter_lines, parse_uint
 
 DS_WORDNET_FILES = ("relations.txt", "pairs.tsv", "mentions.tsv.gz")
 _PAIRS_HEADER = ["pair", "e1", "e2", "split", "relations", "mentions"]
@@ -143,25 +143,30 @@ class DsWordnetData:
         return self.train if name == "train" else self.test
 
 
-def load_ds_wordnet(data_dir: str | os.PathLike[str]) -> DsWordnetData:
+def load_ds_wordnet(data_dir: str | os.PathLike[str], *,
+                    encoding: str = DEFAULT_ENCODING) -> DsWordnetData:
     """Read `<data_dir>/ds-wordnet/` (or `data_dir` itself if it holds the files).
 
     Args:
         data_dir: the shared data folder (the one holding `ds-wordnet/`), e.g.
             `../shared/data`, or the `ds-wordnet` folder itself.
+        encoding: the files' text encoding (default `"utf-8"`), decoded strictly: a byte
+            not valid in it is an error at its `file:line:column`, never decoded another way.
 
     Returns:
         A `DsWordnetData`: 46,667 train pairs (100,631 mentions) and 19,984 test pairs (42,363
         mentions), 6,776 positive test facts, for the published files.
 
     Raises:
-        InputError: a file is missing, or a row is malformed or disagrees with another file
-            (the message names the file and the line).
+        InputError: a file is missing, or a row is malformed (a field count, a count or token
+            index that is not ASCII digits, a byte not valid in `encoding`) or disagrees with
+            another file (the message names the file and the line).
     """
+    check_encoding(encoding)
     root = _find_root(pathlib.Path(data_dir))
-    names = _read_relations(root / "relations.txt")
-    pairs = _read_pairs(root / "pairs.tsv", names)
-    mentions = _read_mentions(root / "mentions.tsv.gz", pairs)
+    names = _read_relations(root / "relations.txt", encoding)
+    pairs = _read_pairs(root / "pairs.tsv", names, encoding)
+    mentions = _read_mentions(root / "mentions.tsv.gz", pairs, encoding)
     splits = {}
     for split in _SPLITS:
         ids = np.sort(np.array([p for p, row in pairs.items() if row[2] == split], np.int64))
@@ -202,8 +207,8 @@ def _find_root(path: pathlib.Path) -> pathlib.Path:
     raise InputError(f"ds-wordnet data not found: missing {', '.join(missing)}. {hint}")
 
 
-def _read_relations(path: pathlib.Path) -> list[str]:
-    names = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+def _read_relations(path: pathlib.Path, encoding: str) -> list[str]:
+    names = [line.strip() for _, line in iter_lines(path, encoding=encoding)]
     names = [n for n in names if n]
     if not names or names[0] != "NA":
         raise InputError(f"{path}:1: the first relation must be 'NA', got "
@@ -213,39 +218,42 @@ def _read_relations(path: pathlib.Path) -> list[str]:
     return names
 
 
-def _rows(path: pathlib.Path, header: list[str]) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of each data row; checks the header and the field count."""
-    opener = gzip.open if path.suffix == ".gz" else open
+def _rows(path: pathlib.Path, header: list[str], encoding: str
+          ) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each data row; checks the header and the field count. Lines
+    are decoded strictly (`iter_lines`: a bad byte is an error at its file:line:column)."""
     try:
-        with opener(path, "rt", encoding="utf-8", newline="") as f:
-            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-            first = next(reader, None)
-            if first != header:
-                raise InputError(f"{path}:1: expected the header {'<TAB>'.join(header)!r}, "
-                                 f"got {'<TAB>'.join(first or [])[:80]!r}")
-            for fields in reader:
-                if len(fields) != len(header):
-                    raise InputError(f"{path}:{reader.line_num}: expected {len(header)} "
-                                     f"tab-separated fields, got {len(fields)}")
-                yield reader.line_num, fields
-    except (OSError, UnicodeDecodeError, EOFError, csv.Error) as err:
+        lines = (text for _, text in iter_lines(path, encoding=encoding))
+        reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+        first = next(reader, None)
+        if first != header:
+            raise InputError(f"{path}:1: expected the header {'<TAB>'.join(header)!r}, "
+                             f"got {'<TAB>'.join(first or [])[:80]!r}")
+        for fields in reader:
+            if len(fields) != len(header):
+                raise InputError(f"{path}:{reader.line_num}: expected {len(header)} "
+                                 f"tab-separated fields, got {len(fields)}")
+            yield reader.line_num, fields
+    except (OSError, csv.Error) as err:
         raise InputError(f"{path}: cannot read: {err}") from err
 
 
 def _int(path: pathlib.Path, line: int, name: str, text: str) -> int:
-    if not text.isdigit():
-        raise InputError(f"{path}:{line}: {name} must be a non-negative integer, got {text!r}")
-    return int(text)
+    value = parse_uint(text)  # ASCII digits only: str.isdigit also takes '²'
+    if value is None:
+        raise InputError(f"{path}:{line}: {name} must be a non-negative integer (ASCII "
+                         f"digits), got {text!r}")
+    return value
 
 
 # pair id -> (e1, e2, split, relation columns, number of mentions)
 _Pairs = dict[int, tuple[str, str, str, list[int], int]]
 
 
-def _read_pairs(path: pathlib.Path, names: list[str]) -> _Pairs:
+def _read_pairs(path: pathlib.Path, names: list[str], encoding: str) -> _Pairs:
     column = {name: k - 1 for k, name in enumerate(names) if k > 0}
     pairs: _Pairs = {}
-    for line, (pid, e1, e2, split, rels, count) in _rows(path, _PAIRS_HEADER):
+    for line, (pid, e1, e2, split, rels, count) in _rows(path, _PAIRS_HEADER, encoding):
         p = _int(path, line, "pair", pid)
         if p in pairs:
             raise InputError(f"{path}:{line}: pair {p} is listed twice")
@@ -264,10 +272,12 @@ def _read_pairs(path: pathlib.Path, names: list[str]) -> _Pairs:
     return pairs
 
 
-def _read_mentions(path: pathlib.Path, pairs: _Pairs) -> dict[str, tuple[list, list, list, list]]:
+def _read_mentions(path: pathlib.Path, pairs: _Pairs, encoding: str
+                   ) -> dict[str, tuple[list, list, list, list]]:
     out: dict[str, tuple[list, list, list, list]] = {s: ([], [], [], []) for s in _SPLITS}
     seen: dict[int, int] = {}
-    for line, (pid, e1, e2, split, i1, i2, sentence) in _rows(path, _MENTIONS_HEADER):
+    for line, (pid, e1, e2, split, i1, i2, sentence) in _rows(path, _MENTIONS_HEADER,
+                                                               encoding):
         p = _int(path, line, "pair", pid)
         if p not in pairs:
             raise InputError(f"{path}:{line}: pair {p} is not in pairs.tsv")

@@ -7,6 +7,7 @@ import pathlib
 from typing import Literal, NamedTuple
 
 from ..errors import InputError
+from ..trees._textfile import DEFAULT_ENCODING, iter_lines
 from ..trees._tree import Tree
 
 TREC_FILES = {"train": "qc_train.tsv", "test": "qc_test.tsv"}
@@ -29,7 +30,8 @@ class TrecData(NamedTuple):
 
 
 def load_trec(
-    data_dir: str | os.PathLike[str], split: Literal["train", "test"] = "train"
+    data_dir: str | os.PathLike[str], split: Literal["train", "test"] = "train", *,
+    encoding: str = DEFAULT_ENCODING,
 ) -> TrecData:
     """Read `<data_dir>/trec/qc_train.tsv` (5,401 questions) or `qc_test.tsv` (500).
 
@@ -39,13 +41,16 @@ def load_trec(
     Args:
         data_dir: the shared data folder (the one holding `trec/`), e.g. `../shared/data`.
         split: `"train"` or `"test"` (the official split).
+        encoding: the file's text encoding (default `"utf-8"`: the shipped `qc_*.tsv` are
+            ASCII), decoded strictly; a byte not valid in it is a located error.
 
     Returns:
         A `TrecData` in file order.
 
     Raises:
         FileNotFoundError: the file is missing (the message names the path it expected).
-        ValueError: a malformed row or tree.
+        ValueError: a malformed row or tree, or a byte not valid in `encoding`
+            (`InputError`, `TreeParseError`: file and line).
     """
     from ..trees import parse_penn
 
@@ -60,27 +65,25 @@ def load_trec(
         )
     source = str(path)
     out = TrecData([], [], [])
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            line = line.rstrip("\r\n")
-            fields = line.split("\t", 2)
-            if lineno == 1:
-                if fields != _HEADER:
-                    raise InputError(
-                        f"{source}:1: expected the header 'coarse<TAB>fine<TAB>tree', "
-                        f"got {line[:60]!r}"
-                    )
-                continue
-            if not line.strip():
-                continue
-            if len(fields) != 3 or not fields[0] or not fields[1]:
+    for lineno, line in iter_lines(path, encoding=encoding):
+        fields = line.split("\t", 2)
+        if lineno == 1:
+            if fields != _HEADER:
                 raise InputError(
-                    f"{source}:{lineno}: expected 3 tab-separated fields "
-                    f"(coarse, fine, tree), got {len(fields)}"
+                    f"{source}:1: expected the header 'coarse<TAB>fine<TAB>tree', "
+                    f"got {line[:60]!r}"
                 )
-            coarse, fine, text = fields
-            column = len(coarse) + len(fine) + 3  # 1-based column where the tree starts
-            out.trees.append(parse_penn(text, source=source, line=lineno, column=column))
-            out.coarse.append(coarse)
-            out.fine.append(fine)
+            continue
+        if not line.strip():
+            continue
+        if len(fields) != 3 or not fields[0] or not fields[1]:
+            raise InputError(
+                f"{source}:{lineno}: expected 3 tab-separated fields "
+                f"(coarse, fine, tree), got {len(fields)}"
+            )
+        coarse, fine, text = fields
+        column = len(coarse) + len(fine) + 3  # 1-based column where the tree starts
+        out.trees.append(parse_penn(text, source=source, line=lineno, column=column))
+        out.coarse.append(coarse)
+        out.fine.append(fine)
     return out

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import importlib.resources
 import os
 import pathlib
+import tokenize
 import warnings
 from collections.abc import Iterable
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from ..errors import InputError
+from ..trees._textfile import DEFAULT_ENCODING, check_encoding, iter_lines, parse_uint
 from ..trees._tree import Tree
 
 _EXTRA_HINT = "pip install 'jkern[vectors]'"
@@ -151,6 +152,7 @@ def load_word_vectors(
     vocab_path: str | os.PathLike[str] | None = None,
     limit: int | None = None,
     dtype: Any = np.float32,
+    encoding: str = DEFAULT_ENCODING,
 ) -> WordVectors:
     """Read word vectors from a GloVe or word2vec text file, or a `.npy` matrix + vocabulary.
 
@@ -159,10 +161,13 @@ def load_word_vectors(
     - `"npy"`: a `[n, dim]` matrix; `vocab_path` names its `n` words, one per line (UTF-8),
       or a `.parquet` file with one string column (needs pyarrow).
 
-    Text files are UTF-8, gzipped when the name ends in `.gz`. Words are the first field of a
-    line (any characters but the space); blank lines are ignored; a line with the wrong
-    number of floats, or one that is not a number, is an error. `"auto"` picks `"npy"` for a
-    `.npy` path, else `"word2vec"` when the first line is two integers, else `"glove"`.
+    Text files (and a text vocabulary) are decoded strictly in `encoding`, UTF-8 by default,
+    gzipped when the name ends in `.gz`; a byte not valid in `encoding` is an error at its
+    `file:line:column`, never decoded another way. Words are the first field of a line (any
+    characters but the space); blank lines are ignored; a line with the wrong number of
+    floats, or a value that is not a finite number (`nan`, `inf`), is an error. `"auto"` picks
+    `"npy"` for a `.npy` path, else `"word2vec"` when the first line is two integers (ASCII
+    digits), else `"glove"`.
 
     Args:
         path: the text file or the `.npy` matrix.
@@ -171,6 +176,7 @@ def load_word_vectors(
         limit: keep only the first `limit` rows of the file (before duplicates are dropped);
             `None` keeps all.
         dtype: floating dtype of the vectors.
+        encoding: text encoding of the file or vocabulary (default `"utf-8"`).
 
     Returns:
         A `WordVectors` (a word listed twice keeps its first row, with a warning).
@@ -182,21 +188,22 @@ def load_word_vectors(
         ImportError: a `.parquet` vocabulary without pyarrow installed.
     """
     path = pathlib.Path(path)
+    check_encoding(encoding)
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise InputError(f"limit must be a positive int or None, got {limit!r}")
     if not np.issubdtype(np.dtype(dtype), np.floating):
         raise InputError(f"dtype must be a floating dtype, got {np.dtype(dtype)}")
     if format == "auto":
-        format = "npy" if path.suffix == ".npy" else _sniff_text(path)
+        format = "npy" if path.suffix == ".npy" else _sniff_text(path, encoding)
     if format == "npy":
         if vocab_path is None:
             raise InputError("format 'npy' needs vocab_path (the words, one per matrix row)")
-        return _load_npy(path, pathlib.Path(vocab_path), limit, dtype)
+        return _load_npy(path, pathlib.Path(vocab_path), limit, dtype, encoding)
     if format not in ("glove", "word2vec"):
         raise InputError(f"format must be 'auto', 'glove', 'word2vec' or 'npy', got {format!r}")
     if vocab_path is not None:
         raise InputError(f"vocab_path is only for format 'npy'; {format} files name their words")
-    return _load_text(path, format, limit, dtype)
+    return _load_text(path, format, limit, dtype, encoding)
 
 
 def glove_6b_50d() -> WordVectors:
@@ -219,46 +226,55 @@ def glove_6b_50d() -> WordVectors:
         return load_word_vectors(npy, format="npy", vocab_path=vocab)
 
 
-def _open_text(path: pathlib.Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
+def _header(text: str) -> tuple[int, int] | None:
+    """A word2vec header's (count, dim): two ASCII-digit integers, else None."""
+    fields = text.split()
+    numbers = [parse_uint(s) for s in fields]
+    if len(numbers) != 2 or numbers[0] is None or numbers[1] is None:
+        return None
+    return numbers[0], numbers[1]
 
 
-def _sniff_text(path: pathlib.Path) -> Literal["glove", "word2vec"]:
-    with _open_text(path) as f:
-        first = f.readline().split()
-    return "word2vec" if len(first) == 2 and all(s.isdigit() for s in first) else "glove"
+def _sniff_text(path: pathlib.Path, encoding: str) -> Literal["glove", "word2vec"]:
+    first = next((text for _, text in iter_lines(path, encoding=encoding)), "")
+    return "word2vec" if _header(first) is not None else "glove"
 
 
-def _load_text(path: pathlib.Path, format: str, limit: int | None, dtype: Any) -> WordVectors:
+def _load_text(path: pathlib.Path, format: str, limit: int | None, dtype: Any,
+               encoding: str) -> WordVectors:
     words: list[str] = []
     rows: list[np.ndarray] = []
-    with _open_text(path) as f:
-        count = dim = None
-        if format == "word2vec":
-            header = f.readline().split()
-            if len(header) != 2 or not all(s.isdigit() for s in header):
-                raise InputError(f"{path}:1: expected the word2vec header '<count> <dim>'")
-            count, dim = int(header[0]), int(header[1])
-        for lineno, line in enumerate(f, start=2 if format == "word2vec" else 1):
-            if not line.strip():
-                continue
-            if limit is not None and len(words) == limit:
-                break
-            fields = line.rstrip().split(" ")
-            if dim is None:
-                dim = len(fields) - 1  # GloVe: the first line sets the dimension
-            if len(fields) - 1 != dim or dim < 1:
-                raise InputError(
-                    f"{path}:{lineno}: expected a word and {dim or 'its'} floats, got "
-                    f"{len(fields) - 1} value(s) after {fields[0]!r}"
-                )
-            try:
-                rows.append(np.array(fields[1:], dtype=dtype))
-            except ValueError as e:
-                raise InputError(f"{path}:{lineno}: {e} (after {fields[0]!r})") from None
-            words.append(fields[0])
+    count = dim = None
+    for lineno, line in iter_lines(path, encoding=encoding):
+        if format == "word2vec" and lineno == 1:
+            header = _header(line)
+            if header is None:
+                raise InputError(f"{path}:1: expected the word2vec header '<count> <dim>' "
+                                 f"(two integers, ASCII digits), got {line[:40]!r}")
+            count, dim = header
+            continue
+        if not line.strip():
+            continue
+        if limit is not None and len(words) == limit:
+            break
+        fields = line.rstrip().split(" ")
+        if dim is None:
+            dim = len(fields) - 1  # GloVe: the first line sets the dimension
+        if len(fields) - 1 != dim or dim < 1:
+            raise InputError(
+                f"{path}:{lineno}: expected a word and {dim or 'its'} floats, got "
+                f"{len(fields) - 1} value(s) after {fields[0]!r}"
+            )
+        try:
+            row = np.array(fields[1:], dtype=dtype)
+        except ValueError as e:
+            raise InputError(f"{path}:{lineno}: {e} (after {fields[0]!r})") from None
+        if not np.isfinite(row).all():
+            bad = fields[1 + int(np.flatnonzero(~np.isfinite(row))[0])]
+            raise InputError(f"{path}:{lineno}: {bad!r} is not a finite number (after "
+                             f"{fields[0]!r})")
+        rows.append(row)
+        words.append(fields[0])
     if count is not None and len(words) != (count if limit is None else min(count, limit)):
         raise InputError(f"{path}: the header announces {count} words, the file has {len(words)}")
     if not words:
@@ -267,10 +283,18 @@ def _load_text(path: pathlib.Path, format: str, limit: int | None, dtype: Any) -
 
 
 def _load_npy(
-    path: pathlib.Path, vocab_path: pathlib.Path, limit: int | None, dtype: Any
+    path: pathlib.Path, vocab_path: pathlib.Path, limit: int | None, dtype: Any, encoding: str
 ) -> WordVectors:
-    matrix = np.load(path, mmap_mode="r", allow_pickle=False)
-    words = _read_vocab(vocab_path)
+    try:
+        matrix = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, EOFError, tokenize.TokenError) as err:  # a damaged header, short data
+        raise InputError(f"{path}: not a readable .npy matrix ({err})") from None
+    if isinstance(matrix, np.lib.npyio.NpzFile):  # an .npz archive
+        matrix.close()
+        raise InputError(f"{path}: an .npz archive, not a .npy matrix")
+    if matrix.dtype.kind not in "biuf":
+        raise InputError(f"{path}: a .npy matrix of {matrix.dtype}, not of numbers")
+    words = _read_vocab(vocab_path, encoding)
     if matrix.ndim != 2 or matrix.shape[0] != len(words):
         raise InputError(
             f"{path} holds a {matrix.shape} matrix but {vocab_path} lists {len(words)} words; "
@@ -279,7 +303,7 @@ def _load_npy(
     return WordVectors(words[:limit], np.array(matrix[:limit], dtype=dtype))
 
 
-def _read_vocab(path: pathlib.Path) -> tuple[str, ...]:
+def _read_vocab(path: pathlib.Path, encoding: str) -> tuple[str, ...]:
     if path.suffix == ".parquet":
         try:
             import pyarrow as pa
@@ -295,8 +319,7 @@ def _read_vocab(path: pathlib.Path) -> tuple[str, ...]:
         if column.null_count:
             raise InputError(f"{path}: the word column has {column.null_count} null(s)")
         return tuple(column.to_pylist())
-    with path.open(encoding="utf-8") as f:
-        words = tuple(line.rstrip("\r\n") for line in f)
+    words = tuple(text for _, text in iter_lines(path, encoding=encoding))
     if "" in words:
         raise InputError(f"{path}:{words.index('') + 1}: empty word (one word per line)")
     return words

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._solution import Solution
 from .._sparse import SparseRows, matmul
-from .._validate import positive_int
+from .._validate import finite_model, positive_int
 from ..errors import InputError
 from ._features import FeatureVocabulary, lexical_features
 from ._fit import fit
@@ -72,6 +72,7 @@ class RelationExtractor(eqx.Module):
     def decision_function(self, tokens: Sequence[Sequence[str]], e1_token: Any,
                           e2_token: Any) -> jax.Array:
         """`[m, C]` mention scores, column 0 NA."""
+        self = finite_model(self)
         return self.model.decision_function(self.features(tokens, e1_token, e2_token))
 
     def pair_scores(self, tokens: Sequence[Sequence[str]], e1_token: Any, e2_token: Any,

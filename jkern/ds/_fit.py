@@ -17,7 +17,7 @@ import numpy as np
 from .._cache import jit
 from .._solution import Solution, result_code
 from .._sparse import Features, SparseRows, n_rows
-from .._validate import float_dtype, is_traced, positive, positive_int
+from .._validate import float_dtype, is_traced, kernel_fits, positive, positive_int
 from ..errors import InputError
 from . import _bcd, _hybrid
 from ._relaxation import (
@@ -240,3 +240,5 @@ def _finite_features(x: Features) -> None:
     v = x.values if isinstance(x, SparseRows) else x
     if not is_traced(v) and not bool(jnp.all(jnp.isfinite(v))):
         raise InputError("the features hold NaN or inf values")
+    # finite values whose squares overflow: X·W and the norms of the relaxation are inf
+    kernel_fits("the features", v, lambda sq: sq, "the linear kernel x·y")

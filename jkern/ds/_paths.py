@@ -32,11 +32,15 @@ import importlib
 import json
 import os
 import pathlib
+import tokenize
+import zipfile
+import zlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import _cache
 from .._progress import counter
 from ..errors import InputError
 from ..trees._conllu import Token, _Builder, _clean, _lexical, _relation
@@ -137,7 +141,7 @@ def _parse(sentences: Sequence[Sequence[str] | str], cache_dir: str | os.PathLik
     model = (f"{meta.get('lang')}_{meta.get('name')}-{meta.get('version')}"
              f"/spacy-{spacy.__version__}/{','.join(nlp.pipe_names)}")
     path = pathlib.Path(cache_dir) / f"spacy-{_cache_key(model, toks)[:40]}.npz"
-    if path.is_file():
+    if _cache.trusted_file(path):  # yours, in a folder only you can write (else reparsed)
         return _read_cache(path, toks)
     doc_type = importlib.import_module("spacy.tokens").Doc
 
@@ -163,7 +167,8 @@ def _parse(sentences: Sequence[Sequence[str] | str], cache_dir: str | os.PathLik
                      np.asarray(head, np.int32),
                      {c: np.asarray(codes[c], np.int32) for c in _COLUMNS},
                      {c: list(index[c]) for c in _COLUMNS})
-    _write_cache(path, parsed)
+    if _cache.trusted_dir(path.parent, entries=False) is not None:
+        _write_cache(path, parsed)
     return parsed
 
 
@@ -177,13 +182,40 @@ def _write_cache(path: pathlib.Path, parsed: _Parsed) -> None:
 
 
 def _read_cache(path: pathlib.Path, toks: list[list[str]]) -> _Parsed:
-    with np.load(path, allow_pickle=False) as z:
-        parsed = _Parsed(toks, z["offsets"], z["head"], {c: z[c] for c in _COLUMNS},
-                         json.loads(str(z["tables"])))
-    if (len(parsed.offsets) != len(toks) + 1 or parsed.offsets[-1] != len(parsed.head)
-            or any(len(t) != n for t, n in zip(toks, np.diff(parsed.offsets)))):
+    """The cached parses of `toks`; a file that is not one (damaged, or of other sentences)
+    is an `InputError` naming it."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            parsed = _Parsed(toks, z["offsets"], z["head"], {c: z[c] for c in _COLUMNS},
+                             json.loads(str(z["tables"])))
+        fits = _fits(parsed)
+    except (OSError, EOFError, ValueError, TypeError, KeyError, RecursionError,
+            zipfile.BadZipFile, zlib.error, tokenize.TokenError) as err:  # (numpy's header parser)
+        raise InputError(f"{path}: the cached parse is damaged ({type(err).__name__}: {err}); "
+                         "delete it") from None
+    if not fits:
         raise InputError(f"{path}: the cached parse does not match the sentences; delete it")
     return parsed
+
+
+def _fits(parsed: _Parsed) -> bool:
+    """Whether the arrays describe `parsed.tokens`: one offset per sentence, heads inside
+    their sentence, codes inside their string tables."""
+    offsets, head, tables = parsed.offsets, parsed.head, parsed.tables
+    if (offsets.shape != (len(parsed.tokens) + 1,) or head.ndim != 1
+            or offsets.dtype.kind not in "iu" or head.dtype.kind not in "iu"
+            or offsets[0] != 0 or offsets[-1] != len(head)):
+        return False
+    lengths = np.diff(offsets)
+    if not np.array_equal(lengths, [len(t) for t in parsed.tokens]):
+        return False
+    if np.any(head < 0) or np.any(head > np.repeat(lengths, lengths)):
+        return False
+    return isinstance(tables, dict) and all(
+        isinstance(tables.get(c), list) and all(isinstance(v, str) for v in tables[c])
+        and parsed.codes[c].shape == head.shape and parsed.codes[c].dtype.kind in "iu"
+        and not np.any((parsed.codes[c] < 0) | (parsed.codes[c] >= len(tables[c])))
+        for c in _COLUMNS)
 
 
 def _up(sentence: Sequence[Token], i: int) -> list[int]:

@@ -38,7 +38,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._sparse import Features, SparseRows, matmul, n_rows, rmatmul, weights_sq_norm
-from .._validate import float_dtype
+from .._validate import finite_model, float_dtype
 from ..errors import InputError
 
 
@@ -125,6 +125,7 @@ class RelationModel(eqx.Module):
     classes: tuple = eqx.field(static=True)
 
     def decision_function(self, x: Features) -> Float[Array, "m c"]:
+        self = finite_model(self)
         return matmul(x, self.weights)
 
     def predict_index(self, x: Features) -> Int[Array, " m"]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._cache import filter_jit
 from .._sparse import Features, SparseRows, matmul, rmatmul
 from .._validate import positive_int
 from ..errors import InputError
@@ -236,7 +236,7 @@ def polynomial_expansion(x: SparseRows, degree: int = 2, *, products: ProductInd
                                dtype=x.dtype), products
 
 
-@eqx.filter_jit
+@filter_jit
 def _range_svd(x: Features, omega: Array, power_iters: int) -> Array:
     q, _ = jnp.linalg.qr(matmul(x, omega))
     for _ in range(power_iters):  # subspace iteration, re-orthonormalized each half step

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from .._labels import labels_at
-from .._validate import is_traced
+from .._validate import finite, finite_model, is_traced
 from ..errors import InputError
 
 
@@ -116,7 +116,11 @@ class KDA(eqx.Module):
 
     def __call__(self, c: Float[Array, "n landmarks"], *, key: PRNGKeyArray | None = None
                  ) -> Float[Array, "n classes"]:
-        """Class scores (logits); dropout only when a `key` is given."""
+        """Class scores (logits); dropout only when a `key` is given. A concrete model
+        (not one being trained) must hold finite parameters, and `c` finite values."""
+        if not is_traced(self.output.weight):
+            finite_model(self)
+            finite("c", c)
         return self.head(self.embed(c), key=key)
 
     def head(self, z: Float[Array, "n rank"], *, key: PRNGKeyArray | None = None

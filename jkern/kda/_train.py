@@ -23,7 +23,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from .._cache import filter_jit
 from .._progress import end_line, rewrite
 from .._solution import Solution, result_code
-from .._validate import finite, in_domain, nonnegative
+from .._validate import finite, in_domain, kernel_fits, nonnegative
 from ..errors import InputError
 from ._model import KDA
 
@@ -202,6 +202,8 @@ def _indices(classes: tuple, labels: Any, what: str) -> np.ndarray:
 def _check_data(model_landmarks: int, c, y, c_dev, y_dev, classes, dtype):
     finite("c", c)
     c = jnp.asarray(c, dtype)
+    # finite columns whose squares overflow: the projection and the network give inf / NaN
+    kernel_fits("c", c, lambda sq: sq, "the inner product c·c")
     if c.ndim != 2 or c.shape[1] != model_landmarks:
         raise InputError(f"c must be [n, {model_landmarks}] kernel columns, got {c.shape}")
     if len(y) != c.shape[0]:

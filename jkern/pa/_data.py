@@ -24,11 +24,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
-from .._sparse import SparseRows
+from .._sparse import FeatureIds, SparseRows
 from ..errors import InputError
 from ..trees._errors import TreeParseError, quote
-from ..trees._penn import read_lines
 from ..trees._svmlight import parse_svmlight_line
+from ..trees._textfile import DEFAULT_ENCODING, read_lines
 
 _MARKER = re.compile(r"\|(?:BT|ET|BV|EV)\|")
 
@@ -86,11 +86,17 @@ def parse_sparse_line(text: str, *, source: str = "<string>", line: int = 1
 def parse_sparse_lines(lines: Iterable[str], *, source: str = "<string>",
                        dtype: Any = None) -> SparseExamples:
     """Parse lines (blank lines and lines starting with `#` are skipped) into a
-    `SparseExamples`; columns are the file's feature ids (`n_features` = largest id + 1).
+    `SparseExamples`; columns are the file's feature ids (`n_features` = largest id + 1)
+    unless the ids are sparse (few of them used, `jkern._sparse.sparse_ids`, or past int32):
+    then only the ids in use get columns, named by `features.ids` (ids are labels: memory
+    follows the distinct features, and a model maps new data's ids onto its columns).
 
     >>> data = parse_sparse_lines(["+1 1:1 4:1", "# comment", "-1 2:1"])
     >>> data.labels.tolist(), data.features.indices.tolist(), data.features.n_features
     ([1, -1], [[1, 4], [2, 0]], 5)
+    >>> X = parse_sparse_lines(["+1 1:1 4294967297:1"]).features
+    >>> X.indices.tolist(), X.ids.array.tolist()
+    ([[0, 1]], [1, 4294967297])
     """
     labels: list[int] = []
     rows: list[int] = []
@@ -109,34 +115,40 @@ def parse_sparse_lines(lines: Iterable[str], *, source: str = "<string>",
         raise InputError(f"{source}: no examples (every line is blank or a comment)")
     d = max(cols, default=0) + 1
     X = SparseRows.from_coo(rows, cols, np.asarray(vals, np.float64), (len(labels), d),
-                            dtype=dtype)
+                            dtype=dtype, compact=None)
     return SparseExamples(X, np.asarray(labels, np.int32))
 
 
-def read_sparse(path: str | os.PathLike[str], *, dtype: Any = None) -> SparseExamples:
+def read_sparse(path: str | os.PathLike[str], *, dtype: Any = None,
+                encoding: str = DEFAULT_ENCODING) -> SparseExamples:
     """Read a LIBSVM / SVM-light file (or SVM-Light-TK lines: the vector after `|ET|`).
 
     Args:
-        path: the file, one example per line (UTF-8, or Latin-1 when not valid UTF-8).
+        path: the file, one example per line.
         dtype: the values' floating dtype (default JAX's default float).
+        encoding: the file's text encoding (default `"utf-8"`), decoded strictly: no
+            fallback to another encoding.
 
     Returns:
         `SparseExamples(features, labels)`.
 
     Raises:
-        TreeParseError: a malformed line (`path:line:column: problem`).
-        InputError: the file holds no examples.
+        TreeParseError: a malformed line, or a byte not valid in `encoding`
+            (`path:line:column: problem`).
+        InputError: the file holds no examples; an unknown `encoding`.
     """
-    return parse_sparse_lines(read_lines(path), source=str(path), dtype=dtype)
+    return parse_sparse_lines(read_lines(path, encoding=encoding), source=str(path),
+                              dtype=dtype)
 
 
 def write_sparse(path: str | os.PathLike[str], data: SparseExamples, *,
                  offset: int = 1) -> int:
     """Write `data` as LIBSVM lines `label id:value ...` (ids increasing), for opal & co.
 
-    Column j is written as id `j + offset` (LIBSVM ids start at 1), so `read_sparse` gives
-    the columns shifted by `offset`; the frequency renumbering (`frequency_order`) makes the
-    two numberings give the same model. Values print as `repr` floats (`1` for 1.0).
+    Feature id j (column j, or the id `X.ids` gives it) is written as `j + offset` (LIBSVM
+    ids start at 1), so `read_sparse` gives the ids shifted by `offset`; the frequency
+    renumbering (`frequency_order`) makes the two numberings give the same model. Values
+    print as `repr` floats (`1` for 1.0).
 
     Returns:
         The number of lines written.
@@ -152,10 +164,14 @@ def write_sparse(path: str | os.PathLike[str], data: SparseExamples, *,
     if not isinstance(offset, int) or offset < 1:
         raise InputError(f"offset must be an int >= 1 (LIBSVM ids are positive), got {offset!r}")
     X, labels = data.features, np.asarray(data.labels)
-    idx = np.asarray(X.indices)
+    idx = X.column_ids(np.asarray(X.indices))  # the feature ids (`X.ids` when it names them)
     val = np.asarray(X.values).astype(np.float64)
     if len(labels) != idx.shape[0]:
         raise InputError(f"{len(labels)} labels for {idx.shape[0]} rows")
+    top = int(idx[np.asarray(X.values) != 0].max(initial=0))
+    if top + offset > 2**63 - 1:
+        raise InputError(f"feature id {top} + offset {offset} is past 2^63 - 1: the file "
+                         "could not be read back (LIBSVM ids are int64 here)")
     with open(path, "w", encoding="utf-8") as f:
         for row, (i, v) in enumerate(zip(idx, val)):
             nz = v != 0
@@ -183,12 +199,16 @@ class FeatureOrder(eqx.Module):
     ties to the larger original id. Build one with `frequency_order`.
 
     Attributes:
-        original: `[f]` the original feature id of each new id.
+        original: `[f]` the original feature id of each new id (the training matrix's
+            column; its feature id is `ids.array[original]` when `ids` is set).
         counts: `[f]` the training frequency of each new id (non-increasing).
+        ids: the training matrix's `SparseRows.ids` (static): `apply` maps other matrices'
+            feature ids onto its columns.
     """
 
     original: Int[Array, " f"]
     counts: Int[Array, " f"]
+    ids: FeatureIds | None = eqx.field(static=True, default=None)
 
     @property
     def n_features(self) -> int:
@@ -208,15 +228,17 @@ class FeatureOrder(eqx.Module):
         ([[0, 2]], 1)
         """
         original = np.asarray(self.original)
+        size = len(self.ids) if self.ids is not None else int(original.max(initial=-1)) + 1
+        # X's entries onto the training matrix's columns by feature id (unseen ids dropped)
+        X, unseen = X.aligned(self.ids, max(size, 1))
         idx = np.asarray(X.indices)
         val = np.asarray(X.values)
-        size = max(int(original.max(initial=-1)), X.n_features - 1) + 1
-        new_of = np.full(size, -1, np.int64)
+        new_of = np.full(max(size, 1), -1, np.int64)
         new_of[original] = np.arange(len(original))
         mapped = new_of[idx]
         present = val != 0
         kept = present & (mapped >= 0)
-        dropped = int(np.sum(present & (mapped < 0)))
+        dropped = unseen + int(np.sum(present & (mapped < 0)))
         rows = np.nonzero(kept)[0]
         out = SparseRows.from_coo(rows, mapped[kept], val[kept].astype(np.float64),
                                   (idx.shape[0], max(len(original), 1)), dtype=X.dtype)
@@ -236,7 +258,7 @@ def frequency_order(X: SparseRows) -> FeatureOrder:
     order = np.lexsort((-seen, -counts[seen]))
     ranked = seen[order]
     return FeatureOrder(jnp.asarray(ranked.astype(np.int32)),
-                        jnp.asarray(counts[ranked].astype(np.int32)))
+                        jnp.asarray(counts[ranked].astype(np.int32)), X.ids)
 
 
 def unique_rows(X: SparseRows) -> tuple[np.ndarray, int]:

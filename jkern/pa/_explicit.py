@@ -37,8 +37,9 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._labels import sign_labels
-from .._sparse import SparseRows
+from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique
+from .._validate import finite_model
 from ..errors import InputError
 from ._kernel import decide
 
@@ -193,7 +194,9 @@ class ConjunctionModel(eqx.Module):
             a vmapped fit under x64 stacks copies of it, one per grid point).
         degree: d (static).
         linear: linear mode (static).
-        n_features: the feature ids the keys are built on (static).
+        n_features: the training matrix's columns, which the keys are built on (static).
+        ids: the feature id of each column (the training matrix's `SparseRows.ids`; None:
+            column j is id j), static: new rows are mapped onto the columns by id.
     """
 
     weights: Float[Array, "*batch D1"]
@@ -201,16 +204,22 @@ class ConjunctionModel(eqx.Module):
     degree: int = eqx.field(static=True)
     linear: bool = eqx.field(static=True)
     n_features: int = eqx.field(static=True)
+    ids: FeatureIds | None = eqx.field(static=True, default=None)
 
     def expand(self, X: SparseRows) -> ExpandedInstance:
         """X as explicit features of this model (host). A `jax.vmap`ped fit stacks one copy
-        of the (identical) keys per grid point; the first is used."""
+        of the (identical) keys per grid point; the first is used. Features the model
+        never saw are dropped."""
+        if not isinstance(X, SparseRows):
+            raise InputError(f"X must be a jkern.SparseRows, got {type(X).__name__}")
+        X, _ = X.aligned(self.ids, self.n_features)
         keys = np.asarray(self.keys)
         keys = keys.reshape(-1, keys.shape[-1])[0] if keys.ndim > 1 else keys
         return expand(X, keys, degree=self.degree, linear=self.linear,
                       n_features=self.n_features, dtype=self.weights.dtype)
 
     def decision_function(self, X: SparseRows) -> Float[Array, " m *batch"]:
+        self = finite_model(self)
         e = self.expand(X)
         w = self.weights.astype(e.margin_coef.dtype)
         out = jnp.einsum("mk,...mk->...m", e.margin_coef, w[..., e.ids])

@@ -22,10 +22,20 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._cache import filter_jit
 from .._labels import sign_labels
 from .._solution import RESULTS, Solution
-from .._sparse import SparseRows
-from .._validate import concrete, float_dtype, is_traced, plus_minus_labels, positive, positive_int
+from .._sparse import FeatureIds, SparseRows
+from .._validate import (
+    concrete,
+    finite_model,
+    float_dtype,
+    is_traced,
+    kernel_fits,
+    plus_minus_labels,
+    positive,
+    positive_int,
+)
 from ..errors import InputError
 from ._data import is_binary, unique_rows
 from ._explicit import (
@@ -54,7 +64,9 @@ class SupportVectorModel(eqx.Module):
         values: `[*batch, n_sv, k]` their values (padding 0).
         alpha: `[*batch, n_sv]` their weights.
         degree: d (static).
-        n_features: feature ids are below this (static).
+        n_features: the columns of the training matrix (static).
+        ids: the feature id of each column (`SparseRows.ids` of the training matrix; None:
+            column j is id j), static: new rows are mapped onto the columns by id.
     """
 
     indices: Int[Array, "*batch n_sv k"]
@@ -62,10 +74,13 @@ class SupportVectorModel(eqx.Module):
     alpha: Float[Array, "*batch n_sv"]
     degree: int = eqx.field(static=True)
     n_features: int = eqx.field(static=True)
+    ids: FeatureIds | None = eqx.field(static=True, default=None)
 
     def decision_function(self, X: SparseRows, *, block: int = 64) -> Float[Array, " m *batch"]:
         """The margins of `X`'s rows, `block` rows per batched computation (features the
-        model has never seen, ids >= n_features, are ignored)."""
+        model has never seen are ignored: they contribute nothing)."""
+        self = finite_model(self)
+        X, _ = _checked(X).aligned(self.ids, self.n_features)
         if self.alpha.ndim > 1:
             inner = eqx.filter_vmap(lambda mdl: mdl.decision_function(X, block=block))(self)
             return jnp.moveaxis(inner, 0, -1)
@@ -92,10 +107,18 @@ class SupportVectorModel(eqx.Module):
         if self.alpha.ndim > 1:
             raise InputError("expanded() takes one model; index the vmapped batch first")
         return expand_support_vectors(np.asarray(self.indices), np.asarray(self.values),
-                                      np.asarray(self.alpha), self.degree, self.n_features)
+                                      np.asarray(self.alpha), self.degree, self.n_features,
+                                      ids=self.ids)
 
 
-@eqx.filter_jit
+def _checked(X: Any) -> SparseRows:
+    if not isinstance(X, SparseRows):
+        raise InputError(f"X must be a jkern.SparseRows (read_sparse gives one), got "
+                         f"{type(X).__name__}")
+    return X
+
+
+@filter_jit
 def _margins(model: SupportVectorModel, idx, val):
     cols = jnp.arange(idx.shape[1])[:, None]
 
@@ -118,7 +141,7 @@ def _stream(orders: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
         mask.reshape(-1, block)
 
 
-@eqx.filter_jit
+@filter_jit
 def _run_kernel(learner: KernelPA, state: KernelState, data: Instance, y, order, mask,
                 record: bool):
     blocked = order.shape[1] > 1
@@ -139,7 +162,7 @@ def _run_kernel(learner: KernelPA, state: KernelState, data: Instance, y, order,
     return state, ms, upds
 
 
-@eqx.filter_jit
+@filter_jit
 def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
     def visit(state, pos):
         state, m, upd = learner.step(state, index_rows(data, pos), y[pos])
@@ -149,7 +172,7 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
     return state, ms, upds
 
 
-@eqx.filter_jit
+@filter_jit
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
                       mask, record: bool, kept_ids, block: int):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
@@ -284,9 +307,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     >>> sol.model.predict(X).tolist(), sol.stats["updates"].tolist()
     ([1, 1, -1, -1], [2, 1, 0])
     """
-    if not isinstance(X, SparseRows):
-        raise InputError(f"X must be a jkern.SparseRows (read_sparse gives one), got "
-                         f"{type(X).__name__}")
+    X = _checked(X)
     if mode not in MODES:
         raise InputError(f"mode must be one of {MODES}, got {mode!r}")
     degree = positive_int("degree", degree)
@@ -295,6 +316,9 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     n = len(X)
     if n < 1:
         raise InputError("X has no rows")
+    # a block past every visit holds only padding (the model does not depend on the size):
+    # its arrays follow the data, not the number asked for (10**9 once meant 16 GB)
+    block_size = min(block_size, n * epochs)
     if is_traced(X.indices) or is_traced(X.values):
         raise InputError("fit needs concrete X (the vector ids are computed on the host); "
                          "vmap over C, not over the data")
@@ -302,6 +326,18 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     X = X.astype(dt)
     if not np.all(np.isfinite(np.asarray(X.values))):
         raise InputError("X holds NaN or inf values")
+    # Feature ids are labels: when most ids are unused (past a slack of 4096 columns), only
+    # the columns in use, so memory and the model follow the distinct features, not the
+    # largest id (the model keeps X.ids to map new rows).
+    X = X.compact(sparse=True)
+    # Finite values whose squares overflow: k(x, x) = (1 + |x|^2)^d (x·x in linear mode) is
+    # inf, margins become inf or NaN and steps 0, differently in every mode. Every kernel
+    # value between rows is at most the largest k(x, x) (Cauchy-Schwarz): refuse those rows.
+    kernel_fits("X", X.values,
+                (lambda sq: sq) if mode == "linear" else (lambda sq: (1 + sq) ** degree),
+                "the linear kernel x·y" if mode == "linear"
+                else f"the polynomial kernel (x·y + 1)^{degree}",
+                label=lambda i, j: int(X.column_ids(np.asarray(X.indices)[i, j])))
     y = plus_minus_labels("y", y, n, dt)
     C = positive("C", C, dt)
     orders = visit_orders(n, epochs, shuffle, key)
@@ -340,7 +376,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         real = sv < len(original)
         model = SupportVectorModel(
             jnp.asarray(np.where(real, original[np.minimum(sv, len(original) - 1)], 0)),
-            jnp.asarray(real.astype(np.float64), dt), alpha, degree, X.n_features)
+            jnp.asarray(real.astype(np.float64), dt), alpha, degree, X.n_features, X.ids)
         code = jnp.where(jnp.all(jnp.isfinite(alpha)), RESULTS.successful, RESULTS.nonfinite)
         extra["n_common"] = N
         extra["walked"] = state.walked
@@ -362,7 +398,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         code = jnp.where(state.overflow, RESULTS.capacity_exceeded,
                          jnp.where(finite, RESULTS.successful, RESULTS.nonfinite))
         model: Any = SupportVectorModel(state.sv_indices, state.sv_values, alpha,
-                                        degree, X.n_features)
+                                        degree, X.n_features, X.ids)
         slots, n_slots = state.slot, state.alpha.shape[0]
         n_sv = concrete(state.n_sv)
         overflow = concrete(state.overflow)
@@ -373,7 +409,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         if n_sv is not None:
             k = int(n_sv)
             model = SupportVectorModel(state.sv_indices[:k], state.sv_values[:k],
-                                       alpha[:k], degree, X.n_features)
+                                       alpha[:k], degree, X.n_features, X.ids)
     else:
         linear = mode == "linear"
         keys = np.zeros(0, np.int64) if linear else conjunction_table(X, degree)
@@ -406,7 +442,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         finite = jnp.all(jnp.isfinite(w))
         code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)
         model = ConjunctionModel(w, keys, degree=1 if linear else degree, linear=linear,
-                                 n_features=X.n_features)
+                                 n_features=X.n_features, ids=X.ids)
 
     visits = n * epochs
     upds = upds.reshape(-1)[:visits].reshape(epochs, n)

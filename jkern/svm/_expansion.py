@@ -16,6 +16,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._labels import predict_labels, score_columns
+from .._validate import finite_model
 from ..errors import InputError
 from ..kernels._base import AbstractKernel, Normalized, resolve_dtype
 from ..kernels._tree_kernels import AbstractTreeKernel
@@ -95,6 +96,7 @@ class KernelExpansion(eqx.Module):
         """
         if mode not in DECISION_MODES:
             raise InputError(f"mode must be one of {DECISION_MODES}, got {mode!r}")
+        self = finite_model(self)
         dt = resolve_dtype(dtype if dtype is not None else self.coef.dtype)
         m = len(x)
         shape = (m, *self.coef.shape[:-1])

@@ -18,10 +18,11 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._sparse import SparseRows, matmul
-from .._validate import finite, float_dtype, is_traced
+from .._validate import finite, float_dtype, is_traced, kernel_fits
 from ..errors import InputError
 
 
@@ -134,6 +135,8 @@ def as_rows(X: Any, dtype: Any) -> tuple[AbstractRows, Any]:
     dt = float_dtype(dtype, X)
     X = X.astype(dt)
     finite("X", X)
+    # finite values whose squares overflow: Q_ii = |x|^2 is inf, every step 0 or NaN
+    kernel_fits("X", X, lambda sq: sq, "the linear kernel x·y")
     return DenseRows(X), dt
 
 
@@ -154,6 +157,8 @@ def _check_sparse(X: SparseRows, dtype: Any) -> SparseRows:
     dt = float_dtype(dtype, val)
     X = X.astype(dt)
     finite("X", X.values)
+    kernel_fits("X", X.values, lambda sq: sq, "the linear kernel x·y",
+                label=lambda i, j: int(X.column_ids(np.asarray(X.indices)[i, j])))
     return X
 
 

@@ -17,12 +17,11 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ._errors import TreeParseError, quote
-from ._penn import read_lines
+from ._textfile import DEFAULT_ENCODING, parse_uint, read_lines
 from ._tree import Tree
 
 _FIELDS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 _ID, _UPOS, _HEAD, _DEPREL = 0, 3, 6, 7
-_WORD_ID = re.compile(r"[0-9]+")
 _SKIPPED_ID = re.compile(r"[0-9]+-[0-9]+|[0-9]+\.[0-9]+")
 _COARSE = {"NOUN": "n", "PROPN": "n", "VERB": "v", "AUX": "v", "ADJ": "j", "ADV": "r"}
 _SPACE = re.compile(r"\s+")
@@ -62,7 +61,8 @@ class _SentenceError(Exception):
         self.index, self.field, self.problem = index, field, problem
 
 
-def read_conllu(path: str | os.PathLike[str]) -> list[list[Token]]:
+def read_conllu(path: str | os.PathLike[str], *, encoding: str = DEFAULT_ENCODING
+                ) -> list[list[Token]]:
     """Read a CoNLL-U file into sentences of word tokens.
 
     Comment lines are skipped, and so are multiword-token ranges (`1-2`) and empty nodes
@@ -71,6 +71,8 @@ def read_conllu(path: str | os.PathLike[str]) -> list[list[Token]]:
 
     Args:
         path: The `.conllu` file.
+        encoding: Its text encoding (default `"utf-8"`, which CoNLL-U requires), decoded
+            strictly: a byte not valid in it is a `TreeParseError` at `path:line:column`.
 
     Returns:
         One list of tokens per sentence.
@@ -88,7 +90,7 @@ def read_conllu(path: str | os.PathLike[str]) -> list[list[Token]]:
     >>> [t.form for t in read_conllu(p)[0]]
     ['Dogs', 'bark']
     """
-    return _parse_conllu_lines(read_lines(path), source=str(path))
+    return _parse_conllu_lines(read_lines(path, encoding=encoding), source=str(path))
 
 
 def _parse_conllu_lines(lines: Iterable[str], *, source: str) -> list[list[Token]]:
@@ -132,17 +134,17 @@ def _parse_conllu_lines(lines: Iterable[str], *, source: str) -> list[list[Token
         for k, f in enumerate(fields):
             if not f.strip():
                 raise fail(k, f"empty {_FIELDS[k]} field")
-        if not _WORD_ID.fullmatch(fields[_ID]):
+        word_id, head = parse_uint(fields[_ID]), parse_uint(fields[_HEAD])  # None: not ids
+        if word_id is None:
             raise fail(_ID, f"bad ID {quote(fields[_ID])} (expected 1, 2, ..., 1-2 or 1.1)")
-        if not _WORD_ID.fullmatch(fields[_HEAD]):
+        if head is None:
             raise fail(_HEAD, f"bad HEAD {quote(fields[_HEAD])} (expected a token id or 0)")
         if fields[_UPOS] == "_":
             raise fail(_UPOS, "missing UPOS '_'")
-        head = int(fields[_HEAD])
         if head != 0 and fields[_DEPREL] == "_":
             raise fail(_DEPREL, "missing DEPREL '_'")
         form, lemma, upos, xpos = fields[1:5]
-        tokens.append(Token(int(fields[_ID]), form, lemma, upos, xpos, head, fields[_DEPREL]))
+        tokens.append(Token(word_id, form, lemma, upos, xpos, head, fields[_DEPREL]))
         rows.append((number, text))
     if tokens:
         flush()

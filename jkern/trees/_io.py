@@ -6,8 +6,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from ._errors import TreeParseError
-from ._penn import iter_penn, parse_penn, read_lines
+from ._penn import iter_penn, parse_penn
 from ._svmlight import Example, format_svmlight_line, parse_svmlight_line
+from ._textfile import DEFAULT_ENCODING, read_lines
 from ._tree import Tree
 
 _SVMLIGHT_MARKERS = ("|BT|", "|ET|", "|BV|", "|EV|")
@@ -40,7 +41,25 @@ def _tsv_trees(lines: Sequence[str], source: str) -> Iterator[tuple[int, Tree]]:
         yield number, parse_penn(fields[column], source=source, line=number, column=start)
 
 
-def read_trees(path: str | os.PathLike[str]) -> list[Tree]:
+def _tsv_column(lines: Sequence[str], at: int, name: str, source: str) -> list[str]:
+    """Field `at` (column `name`) of every non-blank row after the header; a row without it,
+    or with it empty, is an error at its line."""
+    out = []
+    for number, text in enumerate(lines[1:], 2):
+        if not text.strip():
+            continue
+        fields = text.split("\t")
+        if len(fields) <= at:
+            problem = f"row has {len(fields)} fields, no {name!r} column (field {at + 1})"
+            raise TreeParseError(source, number, len(text) + 1, problem)
+        if not fields[at].strip():
+            start = 1 + sum(len(f) + 1 for f in fields[:at])
+            raise TreeParseError(source, number, start, f"empty {name!r} field")
+        out.append(fields[at])
+    return out
+
+
+def read_trees(path: str | os.PathLike[str], *, encoding: str = DEFAULT_ENCODING) -> list[Tree]:
     """Read the trees of a file in any supported format, detected from its content.
 
     - SVM-Light-TK (some line contains `|BT|`, `|ET|`, `|BV|` or `|EV|`): each example's
@@ -49,16 +68,22 @@ def read_trees(path: str | os.PathLike[str]) -> list[Tree]:
       `qc_train.tsv`): that column of every row.
     - Otherwise Penn brackets, one tree per line or trees over several lines.
 
-    Files are read as UTF-8, or Latin-1 when they are not valid UTF-8.
+    Files are decoded strictly in `encoding`, UTF-8 by default (a leading byte-order mark
+    is dropped). There is no automatic fallback: a byte that is not valid in `encoding` is
+    a `TreeParseError` at `path:line:column` naming the byte; pass the file's encoding
+    (`encoding="latin-1"`, on the command line `--encoding latin-1`).
 
     Args:
         path: The file.
+        encoding: Its text encoding (default `"utf-8"`).
 
     Returns:
         The trees, in file order.
 
     Raises:
-        TreeParseError: malformed input, located as `path:line:column`.
+        TreeParseError: malformed input, or a byte not valid in `encoding`, located as
+            `path:line:column`.
+        InputError: an unknown or not ASCII-compatible `encoding`.
 
     Examples:
         >>> import pathlib, tempfile
@@ -67,14 +92,15 @@ def read_trees(path: str | os.PathLike[str]) -> list[Tree]:
         >>> [t.to_penn() for t in read_trees(p)]
         ['(S (WP Who))']
     """
-    return [tree for _, tree in located_trees(path)]
+    return [tree for _, tree in located_trees(path, encoding=encoding)]
 
 
-def located_trees(path: str | os.PathLike[str]) -> list[tuple[int, Tree]]:
+def located_trees(path: str | os.PathLike[str], *, encoding: str = DEFAULT_ENCODING
+                  ) -> list[tuple[int, Tree]]:
     """`read_trees`' trees, each with the line of the file where it starts (1-based), so that
     a problem found later in a tree (a node too wide for a kernel) can be located."""
     source = str(path)
-    lines = read_lines(path)
+    lines = read_lines(path, encoding=encoding)
     kind = _format(lines)
     if kind == "tsv":
         return list(_tsv_trees(lines, source))
@@ -88,7 +114,8 @@ def located_trees(path: str | os.PathLike[str]) -> list[tuple[int, Tree]]:
     return trees
 
 
-def read_examples_any(path: str | os.PathLike[str]) -> list[Example]:
+def read_examples_any(path: str | os.PathLike[str], *, encoding: str = DEFAULT_ENCODING
+                      ) -> list[Example]:
     """Read examples from a file in any format `read_trees` accepts.
 
     SVM-Light-TK lines give their examples (with or without trees); a TSV or Penn tree `t`
@@ -96,6 +123,7 @@ def read_examples_any(path: str | os.PathLike[str]) -> list[Example]:
 
     Args:
         path: The file.
+        encoding: Its text encoding (default `"utf-8"`; decoded strictly, as `read_trees`).
 
     Returns:
         The examples, in file order.
@@ -110,7 +138,7 @@ def read_examples_any(path: str | os.PathLike[str]) -> list[Example]:
     (0.0, '(A b)')
     """
     source = str(path)
-    lines = read_lines(path)
+    lines = read_lines(path, encoding=encoding)
     kind = _format(lines)
     if kind == "svmlight":
         return [example for _, example in _svmlight_examples(lines, source)]
@@ -118,7 +146,8 @@ def read_examples_any(path: str | os.PathLike[str]) -> list[Example]:
     return [Example(0.0, (tree,), ()) for _, tree in pairs]
 
 
-def rewrite_trees(path: str | os.PathLike[str], transform: Callable[[Tree], Tree]) -> str:
+def rewrite_trees(path: str | os.PathLike[str], transform: Callable[[Tree], Tree], *,
+                  encoding: str = DEFAULT_ENCODING) -> str:
     """The text of a tree file with every tree replaced by `transform(tree)`, same format.
 
     - TSV (header with a `tree` column): every other column and the header are kept;
@@ -129,6 +158,8 @@ def rewrite_trees(path: str | os.PathLike[str], transform: Callable[[Tree], Tree
     Args:
         path: The file (any format `read_trees` accepts).
         transform: Called on each tree; its result must be a `Tree`.
+        encoding: The file's text encoding (default `"utf-8"`; decoded strictly, as
+            `read_trees`).
 
     Returns:
         The new file's text, ending in a newline.
@@ -144,7 +175,7 @@ def rewrite_trees(path: str | os.PathLike[str], transform: Callable[[Tree], Tree
     'HUM\\t(won::v who::pron)'
     """
     source = str(path)
-    lines = read_lines(path)
+    lines = read_lines(path, encoding=encoding)
     kind = _format(lines)
     if kind == "tsv":
         out = [lines[0]]
@@ -163,30 +194,33 @@ def rewrite_trees(path: str | os.PathLike[str], transform: Callable[[Tree], Tree
     return "".join(f"{text}\n" for text in out)
 
 
-def tree_file_format(path: str | os.PathLike[str]) -> str:
+def tree_file_format(path: str | os.PathLike[str], *, encoding: str = DEFAULT_ENCODING) -> str:
     """The format `read_trees` detects for a file: "svmlight", "tsv" or "penn"."""
-    return _format(read_lines(path))
+    return _format(read_lines(path, encoding=encoding))
 
 
-def read_labels(path: str | os.PathLike[str], column: str | None = None) -> list[str]:
+def read_labels(path: str | os.PathLike[str], column: str | None = None, *,
+                encoding: str = DEFAULT_ENCODING) -> list[str]:
     """The labels of a tree file, as text: an SVM-Light-TK file's example labels (formatted
     with `g`: `+1` reads as `1`), or a TSV column (`column`, default `label`).
 
+    The file is decoded strictly in `encoding` (default `"utf-8"`), as `read_trees`.
+
     Raises:
         InputError: the file has no labels (Penn trees, a TSV without the column).
-        TreeParseError: malformed input, located as `path:line:column`.
+        TreeParseError: malformed input: a byte not valid in `encoding`, a TSV row without
+            the label column or with an empty label; located as `path:line:column`.
     """
     from ..errors import InputError
 
-    lines = read_lines(path)
+    lines = read_lines(path, encoding=encoding)
     kind = _format(lines)
     if kind == "tsv":
-        header = lines[0].rstrip("\n").split("\t")
+        header = lines[0].split("\t")
         name = column or ("label" if "label" in header else None)
         if name is None or name not in header:
             raise InputError(f"{path}: name the label column (columns: {', '.join(header)})")
-        at = header.index(name)
-        return [line.rstrip("\n").split("\t")[at] for line in lines[1:] if line.strip()]
+        return _tsv_column(lines, header.index(name), name, str(path))
     if kind != "svmlight":
         raise InputError(f"{path}: no labels (use SVM-Light-TK lines or a TSV with a label "
                          "column)")

@@ -9,7 +9,8 @@ import re
 from collections.abc import Callable
 
 from ._errors import TreeParseError, position, quote
-from ._penn import parse_penn, read_lines
+from ._penn import parse_penn
+from ._textfile import DEFAULT_ENCODING, parse_uint, read_lines
 from ._tree import Tree
 
 _MARKER = re.compile(r"\|(?:BT|ET|BV|EV)\|")
@@ -140,7 +141,10 @@ def _parse_vector(
         value = _number(match.group(2)) if match else None
         if match is None or value is None:
             raise fail(word.start(), f"bad feature {quote(tok)} (expected index:value)")
-        index = int(match.group(1))
+        index = parse_uint(match.group(1))  # None past 2^63 - 1: ids are int64 labels
+        if index is None:
+            raise fail(word.start(), f"feature index must be at most 2^63 - 1, got "
+                       f"{quote(tok)}")
         if index <= 0:
             raise fail(word.start(), f"feature index must be positive, got {quote(tok)}")
         if index in pairs:
@@ -156,8 +160,12 @@ def _number(tok: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def read_examples(path: str | os.PathLike[str]) -> list[Example]:
+def read_examples(path: str | os.PathLike[str], *, encoding: str = DEFAULT_ENCODING
+                  ) -> list[Example]:
     """Read an SVM-Light-TK file, one example per line (blank and `#` lines skipped).
+
+    The file is decoded strictly in `encoding` (default `"utf-8"`; e.g. `"latin-1"`): a
+    byte not valid in it is a `TreeParseError` at `path:line:column`, never guessed around.
 
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "train.dat"
@@ -168,7 +176,7 @@ def read_examples(path: str | os.PathLike[str]) -> list[Example]:
     source = str(path)
     return [
         parse_svmlight_line(text, source=source, line=number)
-        for number, text in enumerate(read_lines(path), 1)
+        for number, text in enumerate(read_lines(path, encoding=encoding), 1)
         if text.strip() and not text.lstrip().startswith("#")
     ]
 
