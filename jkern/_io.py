@@ -53,7 +53,7 @@ _EXTRA = {"equinox.nn.Linear": eqx.nn.Linear, "jkern.trees.Example": Example}
 # MAX_EXPANSION times the file's size (at least MIN_BUDGET bytes), each `.npy` member exactly
 # the size its own header's shape and dtype give.
 MAX_HEADER_BYTES = 256 * 2**20
-MAX_EXPANSION = 20
+MAX_EXPANSION = 100
 MIN_BUDGET = 4 * 2**20
 
 try:
@@ -241,7 +241,7 @@ def load(path: str | os.PathLike[str]) -> Any:
 
     What a file may make it read is bounded before any member is read (docs/save.md,
     "Limits"): `header.json` at most `MAX_HEADER_BYTES` (256 MiB), all members together at
-    most `MAX_EXPANSION` (20) times the file's size (at least `MIN_BUDGET`, 4 MiB), each
+    most `MAX_EXPANSION` (100) times the file's size (at least `MIN_BUDGET`, 4 MiB), each
     array member exactly what its `.npy` header's shape says; a header nested deeper than
     Python's recursion limit is a corrupt file too. Arrays holding NaN or inf are refused
     (but in a `Solution`'s stats): a model with non-finite parameters would score NaN.

@@ -19,9 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._validate import is_traced
+from ._validate import finite_model, is_traced
 from .errors import InputError
 from .kernels._base import AbstractKernel, Normalized, Scaled, resolve_dtype
+from .kernels._budget import check_landmarks, memory_budget
 from .kernels._prepared import remembered
 from .kernels._tree_kernels import AbstractTreeKernel
 
@@ -104,6 +105,7 @@ class Nystrom(eqx.Module):
     def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
               ) -> Float[Array, "n rank"]:
         """Embeddings of the inputs `x` (`gram_options`: progress, block_size, threads)."""
+        self = finite_model(self)
         return self.embed_columns(self.columns(x, dtype=dtype, **gram_options))
 
     def columns(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
@@ -142,6 +144,7 @@ class NystromEnsemble(eqx.Module):
 
     def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
               ) -> Float[Array, "n rank"]:
+        self = finite_model(self)
         return self.embed_columns(self.columns(x, dtype=dtype, **gram_options))
 
     def columns(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
@@ -200,6 +203,8 @@ def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key
             order of `select_landmarks(key, len(x), landmarks, labels=labels)`.
     """
     idx = select_landmarks(key, len(x), landmarks, labels=labels)
+    check_landmarks(memory_budget(gram_options.get("max_memory")), len(idx),
+                    resolve_dtype(dtype).itemsize)
     chosen = tuple(x[int(i)] for i in idx)
     w = kernel.gram(list(chosen), dtype=dtype, **gram_options) if gram is None else gram
     return projector_from_gram(kernel, chosen, w, rcond=rcond)

@@ -15,6 +15,7 @@ from jaxtyping import Array, Float
 
 from ._labels import predict_labels, score_columns
 from ._nystrom import Nystrom, NystromEnsemble
+from ._validate import finite_model
 from .errors import InputError
 from .kda._model import KDA
 from .svm._dcd import LinearSVM
@@ -79,6 +80,7 @@ class NystromModel(eqx.Module):
                           ) -> Float[Array, " n *classes"]:
         """Decision values of inputs `x` (`gram_options`: dtype, block_size, threads, ...):
         `[n]` for a binary linear SVM, `[n, classes]` otherwise."""
+        self = finite_model(self)
         if isinstance(self.head, KDA):
             return self.head(self.columns(x, **gram_options))
         return self.head.decision_function(self.projector.embed(x, **gram_options))

@@ -18,7 +18,8 @@ from ..errors import InputError
 # The options `gram` forwards to the tree-kernel engine. Algebra passes them to both sides, so
 # every kernel accepts them (a kernel that has no use for one ignores it); anything else is a
 # TypeError. `out` (an array the Gram matrix is written into) is the combining kernel's own.
-GRAM_OPTIONS = ("progress", "block_size", "threads", "devices", "processes", "stats", "out")
+GRAM_OPTIONS = ("progress", "block_size", "threads", "devices", "processes", "stats", "out",
+                "max_memory")
 
 
 def check_options(kernel: Any, options: dict[str, Any]) -> None:

@@ -31,6 +31,7 @@ from .._unique import sorted_unique
 from .._validate import is_traced
 from ..errors import InputError, TreeInputError
 from ..trees._forest import Forest, concat_ranges
+from ._budget import BYTES_PER_DIAG_PAIR, Budget, check_block
 from ._recurrences import (
     DeviceForest,
     Params,
@@ -293,20 +294,36 @@ class GramEngine:
             return run(jax.device_put(params, device), dev)
 
     def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params,
-              device: Any = None) -> Any:
+              device: Any = None, budget: Budget | None = None) -> Any:
         """`G[row_trees, col_trees]`: a `[len(row_trees), len(col_trees)]` NumPy array (a JAX
         array under a transformation).
 
         With `device`, the block's recurrences run there (on a copy of the forest arrays kept
-        on that device); the finished block comes back to the host.
+        on that device); the finished block comes back to the host. With `budget`, a block
+        whose working set would pass it is refused (`MemoryBudgetError`) before its pairs
+        are listed.
         """
         return self._on(device, params,
-                        lambda p, dev: self._block(row_trees, col_trees, p, dev))
+                        lambda p, dev: self._block(row_trees, col_trees, p, dev, budget))
 
-    def diag_block(self, trees: np.ndarray, params: Params, device: Any = None) -> jax.Array:
+    def diag_block(self, trees: np.ndarray, params: Params, device: Any = None,
+                   budget: Budget | None = None) -> jax.Array:
         """The self-kernels `K(t, t)` of `trees`, padded: the first `len(trees)` entries of a
-        `[rows_pad]` array. Only the node pairs that share a tree are computed."""
-        return self._on(device, params, lambda p, dev: self._diag(trees, p, dev))
+        `[rows_pad]` array. Only the node pairs that share a tree are computed. `budget` as
+        `block`."""
+        return self._on(device, params, lambda p, dev: self._diag(trees, p, dev, budget))
+
+    def self_pairs(self, trees: np.ndarray) -> np.ndarray:
+        """`int64[len(trees)]`: the Delta entries of each tree alone against itself (its
+        stored nodes times those of their match group in it): the least any block holding
+        the tree on both sides computes. Cheap (linear in the trees' distinct nodes)."""
+        trees = np.asarray(trees, np.int64)
+        node, tree, _ = self._occurrences(trees)
+        st = self._stored[node]
+        code = tree[st].astype(np.int64) * self.plan.n_keys + self.plan.key[node[st]]
+        groups, per_group = np.unique(code, return_counts=True)
+        return np.bincount(groups // self.plan.n_keys, weights=per_group.astype(np.float64) ** 2,
+                           minlength=len(trees)).astype(np.int64)
 
     def _columns(self, col_trees: np.ndarray) -> _Columns:
         """The column side of a block: it depends on the column trees only, so consecutive
@@ -482,12 +499,16 @@ class GramEngine:
         return self._fill_buckets(buf, entries, code, cuts, _to_device(row_off),
                                   _to_device(pos), params, dev)
 
-    def _block(self, row_trees, col_trees, params: Params, dev: DeviceForest) -> jax.Array:
+    def _block(self, row_trees, col_trees, params: Params, dev: DeviceForest,
+               budget: Budget | None = None) -> jax.Array:
         cols = self._columns(col_trees)
         row = self._occurrences(np.asarray(row_trees, np.int64))
         rows, r_key, r_off, row_off = self._layout(row[0], cols)
         group_start, group_len = cols.group_start, cols.group_len
         r_len = group_len[r_key]
+        slots = int(r_len.sum())  # Delta entries at most (all of them but in residual mode)
+        check_block(budget, entries=slots, slots=slots, cells=len(row_trees) * len(col_trees),
+                    itemsize=self.dtype.itemsize)
         ri, midx = self._pairs(rows, r_key, cols.members, group_start, group_len)
         ri, midx = ri.astype(np.int32), midx.astype(np.int32)  # the block's largest arrays
         self._count(delta_entries=len(ri), constant_entries=int(r_len.sum()) - len(ri))
@@ -497,7 +518,8 @@ class GramEngine:
                             int(r_len.sum()))
         return self._contract(buf, rows, ri, midx, out, row, cols, len(row_trees))
 
-    def _diag(self, trees, params: Params, dev: DeviceForest) -> jax.Array:
+    def _diag(self, trees, params: Params, dev: DeviceForest,
+              budget: Budget | None = None) -> jax.Array:
         """Self-kernels: K(t, t) = sum over same-key node pairs (q, v) of tree t of
         c_t(q) c_t(v) Delta(q, v). The pairs that share a tree are closed under taking
         children, so only those are computed (in the buffer layout of the square block)."""
@@ -517,6 +539,8 @@ class GramEngine:
         s_node, s_tree, s_count, s_code = (a[order] for a in (s_node, s_tree, s_count, s_code))
         g_first = np.searchsorted(s_code, s_code)  # first occurrence of each one's group
         g_size = np.searchsorted(s_code, s_code, side="right") - g_first
+        check_block(budget, entries=int(g_size.sum()), slots=int(group_len[r_key].sum()),
+                    cells=0, itemsize=self.dtype.itemsize, per_entry=BYTES_PER_DIAG_PAIR)
         first = np.repeat(np.arange(len(s_node)), g_size)
         second = concat_ranges(g_first, g_size)
         q, v = s_node[first], s_node[second]

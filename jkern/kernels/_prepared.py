@@ -118,7 +118,7 @@ class PreparedTrees:
     def block(self, rows: np.ndarray, cols: np.ndarray | None = None, *,
               block_size: int | None = None, threads: int = 2, devices: Sequence[Any] | None = None,
               processes: bool | str = False, progress: bool = False,
-              out: np.ndarray | None = None) -> Any:
+              out: np.ndarray | None = None, max_memory: int | str | None = None) -> Any:
         """The raw kernel block `K[rows, cols]` between trees of the collection (`cols=None`:
         `rows` against themselves, symmetric): a JAX array, or `out` filled in place.
         Options as `compute_gram`."""
@@ -126,9 +126,10 @@ class PreparedTrees:
         cols = None if cols is None else np.asarray(cols, np.int64)
         return compute_gram(self.engine, self.params, rows, cols, block_size=block_size,
                             progress=progress, threads=threads, devices=devices,
-                            processes=processes, out=out)
+                            processes=processes, out=out, max_memory=max_memory)
 
-    def diag(self, idx: np.ndarray, *, block_size: int = 512, threads: int = 2) -> jax.Array:
+    def diag(self, idx: np.ndarray, *, block_size: int = 512, threads: int = 2,
+             max_memory: int | str | None = None) -> jax.Array:
         """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree); in an
         extension, the extended collection's trees take theirs from its `self_kernels`."""
         idx = np.asarray(idx, np.int64)
@@ -136,13 +137,14 @@ class PreparedTrees:
         old = np.zeros(len(idx), bool) if base is None else idx < base.n_trees
         if not old.any() or params_traced(self.params):
             return compute_diag(self.engine, self.params, idx, block_size=block_size,
-                                threads=threads)
+                                threads=threads, max_memory=max_memory)
         assert base is not None
         values = np.empty(len(idx), self.dtype)
         values[old] = base.self_kernels(threads=threads)[idx[old]]
         if not old.all():
             values[~old] = np.asarray(compute_diag(self.engine, self.params, idx[~old],
-                                                   block_size=block_size, threads=threads))
+                                                   block_size=block_size, threads=threads,
+                                                   max_memory=max_memory))
         return jnp.asarray(values)
 
     def self_kernels(self, *, threads: int = 2) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import ctypes
 import mmap
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -23,8 +24,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._validate import positive_int
 from ..errors import InputError
 from ._base import check_out
+from ._budget import (
+    BYTES_PER_DIAG_PAIR,
+    BYTES_PER_ENTRY,
+    MIN_SLOTS,
+    Budget,
+    block_bytes,
+    check_block,
+    check_matrix,
+    memory_budget,
+)
 from ._engine import MAX_BUFFER, GramEngine
 from ._processes import (
     barrier,
@@ -124,6 +136,7 @@ def compute_gram(
     devices: Sequence[Any] | None = None,
     processes: bool | str = False,
     out: np.ndarray | None = None,
+    max_memory: int | str | None = None,
 ) -> Any:
     """The Gram matrix of trees `rows` against `cols` (None: `rows` against itself, symmetric).
 
@@ -138,10 +151,17 @@ def compute_gram(
     same call and computes its share of the row blocks (on its own `devices`, local ones
     only); with True every process returns the whole matrix (gathered), with "shared" each
     writes its rows into `out`, a memory-mapped file they all opened (`_processes.py`).
+
+    `max_memory` (bytes, or a size such as "8G"; default `JKERN_MAX_MEMORY`, else half the
+    memory the process can take, `_budget.py`): the Gram matrix (unless written into `out`)
+    and each block's working set must fit it, checked before the work; else
+    `MemoryBudgetError`.
     """
     n = len(rows)
     symmetric = cols is None
     m = n if symmetric else len(cols)
+    if block_size is not None:  # (a negative one left the matrix unwritten)
+        block_size = positive_int("block_size", block_size)
     traced = params_traced(params)
     devices = _devices(devices, traced)
     mode = processes_mode(processes, out, traced)
@@ -151,7 +171,15 @@ def compute_gram(
         rows, cols = cols, rows
     spans = row_blocks(m, n, False, None) if transposed else row_blocks(n, m, symmetric,
                                                                         block_size)
+    budget = memory_budget(max_memory)
+    if out is None:
+        check_matrix(budget, n, m, engine.dtype.itemsize)
+    if symmetric:  # a tree too large alone: refused at once, named, before any block runs
+        check_trees(engine, budget, rows)
     params_on: dict[Any, Params] = {None: params}
+    # each thread holds a block in memory: no more of them than cores (threads=1000 once
+    # meant a thousand blocks at once), and one per device at least
+    threads = min(threads, _cores())
     if devices is not None:
         threads = max(threads, len(devices))
         # The parameters (SPTK's word vectors among them) go to each device once, not per block.
@@ -162,7 +190,7 @@ def compute_gram(
         (b counts this process's blocks)."""
         col_ids = rows[s:] if cols is None else cols
         device = None if devices is None else devices[b % len(devices)]
-        return engine.block(rows[s:e], col_ids, params_on[device], device), len(col_ids)
+        return engine.block(rows[s:e], col_ids, params_on[device], device, budget), len(col_ids)
 
     if traced:
         if out is not None:
@@ -185,10 +213,11 @@ def compute_gram(
               else check_out(out, (n, m), engine.dtype))
 
     def place(b: int, s: int, e: int) -> None:
-        """Rows s:e as one block, or (when its buffer would pass MAX_BUFFER slots) as two
-        halves, each a block of its own: a block's working set stays bounded."""
-        if e - s > 1 and engine.block_slots(rows[s:e], rows[s:] if cols is None else cols) \
-                > MAX_BUFFER:
+        """Rows s:e as one block, or (when its buffer would pass MAX_BUFFER slots, or its
+        working set the memory budget) as two halves, each a block of its own: a block's
+        working set stays bounded (a single row past the budget is refused)."""
+        if e - s > 1 and _too_big(engine, budget, rows[s:e],
+                                  rows[s:] if cols is None else cols):
             mid = (s + e) // 2
             place(b, s, mid)
             place(b, mid, e)
@@ -233,6 +262,22 @@ def compute_gram(
     elif symmetric:
         _mirror(result)
     return result if out is not None else _as_jax(result)
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _too_big(engine: GramEngine, budget: Budget | None, rows: np.ndarray,
+             cols: np.ndarray) -> bool:
+    """Whether the block of `rows` against `cols` is past MAX_BUFFER slots or the budget."""
+    slots = engine.block_slots(rows, cols)
+    return slots > MAX_BUFFER or (budget is not None and not budget.fits(block_bytes(
+        slots, slots, len(rows) * len(cols), engine.dtype.itemsize)))
 
 
 def _transposed(n: int, m: int, symmetric: bool, block_size: int | None, mode: str | None,
@@ -318,23 +363,53 @@ def row_blocks(n: int, m: int, symmetric: bool, block_size: int | None) -> list[
     return spans
 
 
+def check_trees(engine: GramEngine, budget: Budget | None, trees: np.ndarray,
+                per_entry: int = BYTES_PER_ENTRY) -> None:
+    """Refuses (`MemoryBudgetError`, naming it) a tree whose node pairs with itself alone
+    would not fit the budget. Only trees large enough to matter are counted."""
+    if budget is None or not len(trees):
+        return
+    f = engine.forest
+    size = np.diff(f.tree_ptr)[trees]  # distinct nodes: their square bounds the pairs
+    itemsize = engine.dtype.itemsize
+    bound = size.astype(np.float64) ** 2 * (per_entry + 2 * itemsize) + MIN_SLOTS * itemsize
+    if budget.fits(float(bound.max())):
+        return
+    big = np.flatnonzero(bound > budget.limit)
+    pairs = engine.self_pairs(trees[big])
+    k = int(np.argmax(pairs))  # the largest: the first one refused
+    i, t = int(big[k]), int(trees[big[k]])
+    nodes = int(f.count[f.tree_ptr[t]:f.tree_ptr[t + 1]].sum())
+    check_block(budget, entries=int(pairs[k]), slots=int(pairs[k]), cells=0,
+                itemsize=engine.dtype.itemsize, per_entry=per_entry, index=i,
+                tree=f"tree {i} (0-based) of the {len(trees):,} given ({nodes:,} nodes)")
+
+
 def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
-                 block_size: int = 512, threads: int = 2) -> Any:
+                 block_size: int = 512, threads: int = 2,
+                 max_memory: int | str | None = None) -> Any:
     """Self-kernels K(t, t) of the trees `idx` (a JAX array); only the node pairs that share a
     tree are computed. Blocks of at most `block_size` trees, halved until their buffer fits
-    the one the engine already uses (the same compiled programs)."""
+    the one the engine already uses (the same compiled programs) and their working set
+    `max_memory` (as `compute_gram`)."""
     idx = np.asarray(idx, np.int64)
+    memory = memory_budget(max_memory)
+    check_trees(engine, memory, idx, BYTES_PER_DIAG_PAIR)
     budget = max(engine.buffer_slots(), _DIAG_SLOTS)
 
     def fit(part: np.ndarray) -> list[np.ndarray]:
-        if len(part) <= 1 or engine.diag_slots(part) <= budget:
+        if len(part) <= 1:
+            return [part]
+        slots = engine.diag_slots(part)  # (its pairs within trees are at most as many)
+        if slots <= budget and (memory is None or memory.fits(block_bytes(
+                slots, slots, 0, engine.dtype.itemsize, BYTES_PER_DIAG_PAIR))):
             return [part]
         half = len(part) // 2
         return fit(part[:half]) + fit(part[half:])
 
     parts = [p for s in range(0, len(idx), block_size) for p in fit(idx[s:s + block_size])]
     if params_traced(params):
-        values = [engine.diag_block(p, params)[: len(p)] for p in parts]
+        values = [engine.diag_block(p, params, None, memory)[: len(p)] for p in parts]
         return jnp.concatenate(values) if values else jnp.zeros(0, engine.dtype)
     result = _aligned_empty((len(idx),), engine.dtype)
     offsets = np.cumsum([0] + [len(p) for p in parts])
@@ -343,7 +418,7 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
         def run() -> None:
             part = parts[k]
             result[offsets[k]:offsets[k + 1]] = np.asarray(
-                engine.diag_block(part, params))[: len(part)]
+                engine.diag_block(part, params, None, memory))[: len(part)]
         return run
 
     _run_blocks([job(k) for k in range(len(parts))], threads, False)

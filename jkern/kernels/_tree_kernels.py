@@ -86,7 +86,10 @@ class AbstractTreeKernel(AbstractKernel):
     `stats` (a dict that receives the work counters and `programs`, the XLA programs built
     during the call), `out` (a float NumPy array or `np.memmap` the Gram matrix is written
     into, block by block, and returned: memory stays at the output plus one block's working
-    set per thread).
+    set per thread), `max_memory` (bytes or a size such as "8G": the Gram matrix held in
+    memory and each block's working set must fit it, checked before the work, else a
+    `MemoryBudgetError`; default the environment variable `JKERN_MAX_MEMORY`, else half the
+    memory the process can still take, docs/kernels.md).
     """
 
     tree_index: eqx.AbstractVar[int]
@@ -109,17 +112,18 @@ class AbstractTreeKernel(AbstractKernel):
                              expanded)
 
     def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=None, threads=2,
-             devices=None, processes=False, stats=None, out=None):
+             devices=None, processes=False, stats=None, out=None, max_memory=None):
         before = int(program_stats()["programs"])
         prepared, rows, cols = self._prepared(x1, x2, dtype)
         counted = dataclasses.replace(prepared.counts)
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
-                           threads=threads, devices=devices, processes=processes, out=out)
+                           threads=threads, devices=devices, processes=processes, out=out,
+                           max_memory=max_memory)
         _report(prepared, stats, before, counted)
         return _check_finite(g, prepared.dtype)
 
     def gram_and_diag(self, x1, x2, *, dtype=None, progress=False, block_size=None, threads=2,
-                      devices=None, processes=False, stats=None, out=None):
+                      devices=None, processes=False, stats=None, out=None, max_memory=None):
         """The block and both sides' self-kernels on one prepared forest (one set of
         compiled programs; the self-kernels compute only the node pairs within a tree)."""
         before = int(program_stats()["programs"])
@@ -127,16 +131,19 @@ class AbstractTreeKernel(AbstractKernel):
         counted = dataclasses.replace(prepared.counts)
         assert cols is not None
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
-                           threads=threads, devices=devices, processes=processes, out=out)
+                           threads=threads, devices=devices, processes=processes, out=out,
+                           max_memory=max_memory)
         both = np.concatenate([rows, cols])
-        d = _check_finite(prepared.diag(both, threads=threads), prepared.dtype)
+        d = _check_finite(prepared.diag(both, threads=threads, max_memory=max_memory),
+                          prepared.dtype)
         _report(prepared, stats, before, counted)
         return _check_finite(g, prepared.dtype), d[:len(rows)], d[len(rows):]
 
     def diag(self, x, *, dtype=None, **options):
         check_options(self, options)
         prepared, rows, _ = self._prepared(x, None, dtype)
-        d = prepared.diag(rows, threads=options.get("threads", 2))
+        d = prepared.diag(rows, threads=options.get("threads", 2),
+                          max_memory=options.get("max_memory"))
         return _check_finite(d, prepared.dtype)
 
     def _prepared(self, x1, x2, dtype) -> tuple[PreparedTrees, np.ndarray, np.ndarray | None]:

@@ -14,13 +14,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._validate import finite, nonnegative, positive, positive_int
+from .._validate import finite, kernel_fits, nonnegative, positive, positive_int
 from ..errors import InputError
 from ..trees._svmlight import Example
 from ._base import AbstractKernel, check_options, into_out, resolve_dtype
+from ._budget import check_matrix, memory_budget
 
 
-def _dense(x1: Any, x2: Any, vector_index: int, dtype) -> tuple[jnp.ndarray, jnp.ndarray | None]:
+def _dense(x1: Any, x2: Any, vector_index: int, dtype, max_memory: Any = None
+           ) -> tuple[jnp.ndarray, jnp.ndarray | None]:
     def is_examples(x):
         return isinstance(x, Sequence) and len(x) > 0 and isinstance(x[0], Example)
 
@@ -44,13 +46,21 @@ def _dense(x1: Any, x2: Any, vector_index: int, dtype) -> tuple[jnp.ndarray, jnp
                 raise InputError(f"item {i}: expected an Example, got {type(ex).__name__}")
             rows.append(ex.vectors[vector_index] if vector_index < len(ex.vectors) else ())
         sparse.append(rows)
-    dim = 1 + max((idx for rows in sparse for r in rows for idx, _ in r), default=0)
+    # one column per feature id in use, in id order (a kernel of vectors does not see the
+    # ids that are zero everywhere): memory follows the data, not the largest id
+    column = {idx: k for k, idx in enumerate(sorted(
+        {idx for rows in sparse for r in rows for idx, _ in r}))}
+    dim = max(1, len(column))
+    budget = memory_budget(max_memory)
+    check_matrix(budget, sum(map(len, sparse)), dim, 8,
+                 what=f"matrix of the examples' vectors made dense ({dim:,} distinct "
+                      "feature ids)", hint="use fewer distinct features")
     dense = []
     for rows in sparse:
         m = np.zeros((len(rows), dim))
         for i, r in enumerate(rows):
             for idx, val in r:
-                m[i, idx] += val
+                m[i, column[idx]] += val
         finite("the examples' vectors", m)
         dense.append(jnp.asarray(m, dtype))
     return dense[0], (dense[1] if x2 is not None else None)
@@ -66,16 +76,33 @@ class AbstractVectorKernel(AbstractKernel):
     def _gram(self, a, b):
         raise NotImplementedError
 
+    def _bound(self, sq):
+        """A bound on |k(x, y)| (or on the terms computing it) from |x|^2 = |y|^2 = sq."""
+        raise NotImplementedError
+
+    def _fits(self, a, b):
+        """Rows whose finite values make the kernel overflow are refused (Cauchy-Schwarz:
+        every k(x, y) is bounded by the larger row's `_bound`)."""
+        what = f"{type(self).__name__}"
+        for name, m in (("x1", a), ("x2", b)):
+            if m is not None:
+                kernel_fits(name, m, self._bound, f"the {what} kernel")
+
     def gram(self, x1, x2=None, *, dtype=None, **options):
         check_options(self, options)  # tree options pass through algebra; others are errors
         dt = resolve_dtype(dtype)
-        a, b = _dense(x1, x2, self.vector_index, dt)
+        a, b = _dense(x1, x2, self.vector_index, dt, options.get("max_memory"))
+        self._fits(a, b)
+        check_matrix(memory_budget(options.get("max_memory")), a.shape[0],
+                     (a if b is None else b).shape[0], dt.itemsize,
+                     hint="compute it in parts (rows of x1 at a time)")
         return into_out(self._gram(a, a if b is None else b), options.get("out"))
 
     def diag(self, x, *, dtype=None, **options):
         check_options(self, options)
         dt = resolve_dtype(dtype)
         a, _ = _dense(x, None, self.vector_index, dt)
+        self._fits(a, None)
         return jnp.diagonal(self._gram(a, a)) if a.shape[0] < 2048 else jnp.stack(
             [self._gram(r[None], r[None])[0, 0] for r in a]
         )
@@ -88,6 +115,9 @@ class Linear(AbstractVectorKernel):
 
     def _gram(self, a, b):
         return a @ b.T
+
+    def _bound(self, sq):
+        return sq
 
 
 class Polynomial(AbstractVectorKernel):
@@ -109,6 +139,9 @@ class Polynomial(AbstractVectorKernel):
         g = self.gamma.astype(a.dtype) * (a @ b.T) + self.coef0.astype(a.dtype)
         return g**self.degree
 
+    def _bound(self, sq):
+        return (self.gamma.astype(sq.dtype) * sq + self.coef0.astype(sq.dtype)) ** self.degree
+
 
 class RBF(AbstractVectorKernel):
     """k(x, y) = exp(-gamma |x - y|^2)."""
@@ -123,3 +156,7 @@ class RBF(AbstractVectorKernel):
     def _gram(self, a, b):
         sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * (a @ b.T)
         return jnp.exp(-self.gamma.astype(a.dtype) * jnp.maximum(sq, 0))
+
+    def _bound(self, sq):
+        # |x - y|^2 is computed as |x|^2 + |y|^2 - 2 x·y, each term at most 2 max(|x|^2, |y|^2)
+        return 4 * sq

@@ -127,6 +127,11 @@ class Forest:
         n_sub = 0
         levels = list(_levels(arity, kids))
         for level in levels:
+            if len(level) == 1:  # alone at its height: a subtree of its own (deep chains)
+                sub[level] = n_sub
+                rep.append(level)
+                n_sub += 1
+                continue
             for a in np.unique(arity[level]):
                 nodes = level[arity[level] == a]
                 cols = [lab[nodes]]
@@ -314,6 +319,13 @@ def _levels(arity: np.ndarray, kids: np.ndarray) -> Iterator[np.ndarray]:
     level = np.flatnonzero(arity == 0)
     while len(level):
         yield level
+        if len(level) == 1:  # one node (a deep chain): its parent, without array calls
+            up1 = int(parent[level[0]])
+            if up1 < 0:
+                break
+            waiting[up1] -= 1
+            level = np.array([up1] if waiting[up1] == 0 else [], np.int64)
+            continue
         up = parent[level]
         up = up[up >= 0]
         np.subtract.at(waiting, up, 1)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from ..errors import InputError
 from ._errors import TreeParseError, position, quote
+from ._textfile import DEFAULT_ENCODING, read_lines
 from ._tree import Tree
 
 # A token is "(", ")" or a run of anything else that is not whitespace: labels and words
@@ -161,8 +162,11 @@ def iter_penn(lines: Iterable[str], *, source: str) -> Iterator[tuple[int, Tree]
         yield start, parse_penn("".join(buf), source=source, line=start)
 
 
-def read_penn(path: str | os.PathLike[str]) -> list[Tree]:
+def read_penn(path: str | os.PathLike[str], *, encoding: str = DEFAULT_ENCODING) -> list[Tree]:
     """Read a Penn treebank file (see `iter_penn`); errors name `path`.
+
+    The file is decoded strictly in `encoding` (default UTF-8; e.g. `"latin-1"`): a byte
+    not valid in it is a `TreeParseError` at `path:line:column`, never guessed around.
 
     >>> import pathlib, tempfile
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "tb.mrg"
@@ -170,22 +174,5 @@ def read_penn(path: str | os.PathLike[str]) -> list[Tree]:
     >>> [t.to_penn() for t in read_penn(p)]
     ['(S (NP x)(VP y))', '(A b)']
     """
-    return [tree for _, tree in iter_penn(read_lines(path), source=str(path))]
-
-
-def read_lines(path: str | os.PathLike[str]) -> list[str]:
-    """A text file's lines, without line endings (`\\n` or `\\r\\n`).
-
-    Decoded as UTF-8 (a leading byte-order mark is dropped), falling back to Latin-1 when
-    the file is not valid UTF-8. Only `\\n` ends a line, so line numbers match editors.
-    """
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8-sig", errors="strict")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [s[:-1] if s.endswith("\r") else s for s in lines]
+    return [tree for _, tree in iter_penn(read_lines(path, encoding=encoding),
+                                          source=str(path))]
