@@ -22,13 +22,14 @@ call `jkern.enable_compilation_cache()` first.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import _trust
 from .errors import CacheWarning
@@ -159,17 +160,32 @@ def filter_jit(fn: Callable[..., Any]) -> Any:
     return _OnFirstCall(eqx.filter_jit(fn))
 
 
-def trusted_file(path: str | os.PathLike) -> bool:
-    """Whether a cache file (of any of jkern's caches, e.g. the parse cache) may be used: its
-    folder passes `trusted_dir` and the file is a regular file of yours that others cannot
-    write (links not followed). A file that exists but fails gets one `CacheWarning`."""
+def open_trusted(path: str | os.PathLike, *, what: str,
+                 check_folder: bool = True) -> BinaryIO | None:
+    """`path` opened for binary reading if it may be used as a cache entry (any of jkern's
+    caches: stored executables, the parse cache): a regular file of yours that others cannot
+    write, in a folder that passes `trusted_dir` (`check_folder`). Links are not followed and
+    the checks are made on the opened file, so it cannot be swapped in between. None when it
+    does not exist, or, after one `CacheWarning` naming `what`, when it fails."""
     where = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        st = os.lstat(where)
-    except OSError:
-        return False
-    why = _trust.untrusted_entry_reason(st, closed=_trust.closed_to_others(where.parent))
+        fd = os.open(where, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        why = ("a link, not a regular file" if err.errno == errno.ELOOP
+               else err.strerror or str(err))
+        warn_once(f"{what} {where} not used: {why}; computing it afresh")
+        return None
+    f = os.fdopen(fd, "rb")
+    why = _trust.untrusted_entry_reason(os.fstat(fd),
+                                        closed=_trust.closed_to_others(where.parent))
     if why is not None:
-        warn_once(f"cache file {where} not used: {why}; computing it afresh")
-        return False
-    return trusted_dir(where.parent, create=False, entries=False) is not None
+        f.close()
+        warn_once(f"{what} {where} not used: {why}; computing it afresh")
+        return None
+    if check_folder and trusted_dir(where.parent, create=False, entries=False) is None:
+        f.close()
+        return None
+    return f

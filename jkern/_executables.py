@@ -85,24 +85,15 @@ _MAX_FILE_BYTES = 1 << 31
 
 
 def _read_trusted(path: Path) -> bytes | None:
-    """The bytes of `path` if it is a regular file of yours that others cannot write (links
-    are not followed), else None (one warning when it exists but is not trusted)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
+    """The bytes of `path` if it is a trusted cache entry (`_cache.open_trusted`; the folder
+    was checked by `executables_dir`) of at most `_MAX_FILE_BYTES`, else None."""
+    f = _cache.open_trusted(path, what="stored executable", check_folder=False)
+    if f is None:
         return None
-    except OSError as err:
-        _cache.warn_once(f"stored executable {path} not used: {err.strerror or err}")
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        why = _trust.untrusted_entry_reason(st, closed=_trust.closed_to_others(path.parent))
-        if why is None and st.st_size > _MAX_FILE_BYTES:
-            why = f"larger than {_MAX_FILE_BYTES} bytes"
-        if why is not None:
-            _cache.warn_once(f"stored executable {path} not used: {why}; the program is "
-                             f"compiled instead")
+    with f:
+        if os.fstat(f.fileno()).st_size > _MAX_FILE_BYTES:
+            _cache.warn_once(f"stored executable {path} not used: larger than "
+                             f"{_MAX_FILE_BYTES} bytes; the program is compiled instead")
             return None
         return f.read(_MAX_FILE_BYTES + 1)
 

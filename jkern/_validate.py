@@ -202,15 +202,26 @@ def finite_model(model: _Model) -> _Model:
     batch of models, a jitted call) by `equinox.error_if` in the returned model, which the
     caller uses instead."""
     leaves, treedef = jax.tree_util.tree_flatten_with_path(model)
-    checked, traced = [], False
-    for path, leaf in leaves:
-        if isinstance(leaf, (jax.Array, np.ndarray)) and leaf.dtype.kind in "fc":
-            where = jax.tree_util.keystr(path).lstrip(".") or "its parameters"
-            message = (f"the {type(model).__name__} holds NaN or inf values in {where}: it "
-                       "would give NaN for every input (retrain or refit it)")
-            if is_traced(leaf):
-                leaf, traced = eqx.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message), True
-            elif not bool(jnp.all(jnp.isfinite(leaf))):
-                raise InputError(message)
-        checked.append(leaf)
-    return jax.tree_util.tree_unflatten(treedef, checked) if traced else model
+    floats = [(i, leaf) for i, (_, leaf) in enumerate(leaves)
+              if isinstance(leaf, (jax.Array, np.ndarray)) and leaf.dtype.kind in "fc"]
+    concrete = [leaf for _, leaf in floats if not is_traced(leaf)]
+    # one reduction (one device sync) over every concrete array; the field is looked up
+    # only when one of them is not finite
+    if concrete and not bool(jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in concrete]))):
+        for i, leaf in floats:
+            if not is_traced(leaf) and not bool(jnp.all(jnp.isfinite(leaf))):
+                raise InputError(_nonfinite_message(model, leaves[i][0]))
+    traced = [(i, leaf) for i, leaf in floats if is_traced(leaf)]
+    if not traced:
+        return model
+    checked = [leaf for _, leaf in leaves]
+    for i, leaf in traced:
+        checked[i] = eqx.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)),
+                                  _nonfinite_message(model, leaves[i][0]))
+    return jax.tree_util.tree_unflatten(treedef, checked)
+
+
+def _nonfinite_message(model: Any, path: Any) -> str:
+    where = jax.tree_util.keystr(path).lstrip(".") or "its parameters"
+    return (f"the {type(model).__name__} holds NaN or inf values in {where}: it would give "
+            "NaN for every input (retrain or refit it)")

@@ -141,8 +141,10 @@ def _parse(sentences: Sequence[Sequence[str] | str], cache_dir: str | os.PathLik
     model = (f"{meta.get('lang')}_{meta.get('name')}-{meta.get('version')}"
              f"/spacy-{spacy.__version__}/{','.join(nlp.pipe_names)}")
     path = pathlib.Path(cache_dir) / f"spacy-{_cache_key(model, toks)[:40]}.npz"
-    if _cache.trusted_file(path):  # yours, in a folder only you can write (else reparsed)
-        return _read_cache(path, toks)
+    cached = _cache.open_trusted(path, what="cached parse")  # yours, else parsed afresh
+    if cached is not None:
+        with cached:
+            return _read_cache(path, toks, cached)
     doc_type = importlib.import_module("spacy.tokens").Doc
 
     def docs() -> Any:
@@ -181,11 +183,12 @@ def _write_cache(path: pathlib.Path, parsed: _Parsed) -> None:
     os.replace(tmp, path)  # whole or absent, even if two runs write at once
 
 
-def _read_cache(path: pathlib.Path, toks: list[list[str]]) -> _Parsed:
-    """The cached parses of `toks`; a file that is not one (damaged, or of other sentences)
-    is an `InputError` naming it."""
+def _read_cache(path: pathlib.Path, toks: list[list[str]], opened: Any = None) -> _Parsed:
+    """The cached parses of `toks` in the file `path` (read from `opened`, a file object,
+    when given); a file that is not one (damaged, or of other sentences) is an `InputError`
+    naming it."""
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with np.load(path if opened is None else opened, allow_pickle=False) as z:
             parsed = _Parsed(toks, z["offsets"], z["head"], {c: z[c] for c in _COLUMNS},
                              json.loads(str(z["tables"])))
         fits = _fits(parsed)

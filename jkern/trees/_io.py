@@ -30,21 +30,14 @@ def _svmlight_examples(lines: Sequence[str], source: str) -> Iterator[tuple[int,
 
 def _tsv_trees(lines: Sequence[str], source: str) -> Iterator[tuple[int, Tree]]:
     column = lines[0].split("\t").index("tree")
-    for number, text in enumerate(lines[1:], 2):
-        if not text.strip():
-            continue
-        fields = text.split("\t")
-        if len(fields) <= column:
-            problem = f"row has {len(fields)} fields, no 'tree' column (field {column + 1})"
-            raise TreeParseError(source, number, len(text) + 1, problem)
-        start = 1 + sum(len(f) + 1 for f in fields[:column])
-        yield number, parse_penn(fields[column], source=source, line=number, column=start)
+    for number, field, start in _tsv_fields(lines, column, "tree", source):
+        yield number, parse_penn(field, source=source, line=number, column=start)
 
 
-def _tsv_column(lines: Sequence[str], at: int, name: str, source: str) -> list[str]:
-    """Field `at` (column `name`) of every non-blank row after the header; a row without it,
-    or with it empty, is an error at its line."""
-    out = []
+def _tsv_fields(lines: Sequence[str], at: int, name: str,
+                source: str) -> Iterator[tuple[int, str, int]]:
+    """(line number, field `at` (column `name`), its 1-based character column) of every
+    non-blank row after the header; a row without the field is an error at its line."""
     for number, text in enumerate(lines[1:], 2):
         if not text.strip():
             continue
@@ -52,10 +45,17 @@ def _tsv_column(lines: Sequence[str], at: int, name: str, source: str) -> list[s
         if len(fields) <= at:
             problem = f"row has {len(fields)} fields, no {name!r} column (field {at + 1})"
             raise TreeParseError(source, number, len(text) + 1, problem)
-        if not fields[at].strip():
-            start = 1 + sum(len(f) + 1 for f in fields[:at])
+        yield number, fields[at], 1 + sum(len(f) + 1 for f in fields[:at])
+
+
+def _tsv_column(lines: Sequence[str], at: int, name: str, source: str) -> list[str]:
+    """Field `at` (column `name`) of every non-blank row after the header; a row without it,
+    or with it empty, is an error at its line."""
+    out = []
+    for number, field, start in _tsv_fields(lines, at, name, source):
+        if not field.strip():
             raise TreeParseError(source, number, start, f"empty {name!r} field")
-        out.append(fields[at])
+        out.append(field)
     return out
 
 
