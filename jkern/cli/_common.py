@@ -338,7 +338,7 @@ def add_quiet_argument(p: argparse.ArgumentParser) -> None:
 def encoding_name(text: str) -> str:
     """An argparse type: a known, ASCII-compatible text encoding (`--encoding`)."""
     from jkern.errors import InputError
-    from jkern.trees._textfile import check_encoding
+    from jkern.trees import check_encoding
 
     try:
         check_encoding(text)

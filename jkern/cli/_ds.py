@@ -124,7 +124,7 @@ def _data_files(data: str) -> list[str]:
     --out must not be."""
     import os
 
-    from jkern.data._dswordnet import DS_WORDNET_FILES
+    from jkern.data import DS_WORDNET_FILES
 
     return [os.path.join(root, name) for root in (os.path.join(data, "ds-wordnet"), data)
             for name in DS_WORDNET_FILES]

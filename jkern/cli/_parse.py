@@ -45,7 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def _read(path: str, labelled: bool, encoding: str) -> tuple[list[str | None], list[str]]:
     """(labels or Nones, texts) of the non-empty lines, decoded strictly in `encoding`."""
-    from jkern.trees._textfile import iter_lines
+    from jkern.trees import iter_lines
 
     labels: list[str | None] = []
     texts: list[str] = []

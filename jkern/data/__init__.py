@@ -5,6 +5,7 @@ from ._attachment import AttachmentSet as AttachmentSet
 from ._attachment import attachment_examples as attachment_examples
 from ._attachment import attachment_features as attachment_features
 from ._attachment import load_ud_attachment as load_ud_attachment
+from ._dswordnet import DS_WORDNET_FILES as DS_WORDNET_FILES
 from ._dswordnet import DsMentions as DsMentions
 from ._dswordnet import DsSplit as DsSplit
 from ._dswordnet import DsWordnetData as DsWordnetData
@@ -28,6 +29,7 @@ __all__ = [
     "attachment_examples",
     "attachment_features",
     "load_ud_attachment",
+    "DS_WORDNET_FILES",
     "DsMentions",
     "DsSplit",
     "DsWordnetData",

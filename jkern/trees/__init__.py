@@ -22,6 +22,8 @@ from ._penn import read_penn as read_penn
 from ._svmlight import Example as Example
 from ._svmlight import parse_svmlight_line as parse_svmlight_line
 from ._svmlight import read_examples as read_examples
+from ._textfile import check_encoding as check_encoding
+from ._textfile import iter_lines as iter_lines
 from ._tree import Tree as Tree
 
 __all__ = [
@@ -47,5 +49,7 @@ __all__ = [
     "Example",
     "parse_svmlight_line",
     "read_examples",
+    "check_encoding",
+    "iter_lines",
     "Tree",
 ]
