@@ -40,7 +40,7 @@ from jkern.data import TrecData, glove_6b_50d, load_trec, stratified_split, tree
 from jkern.kernels import kernel_by_name
 from jkern.metrics import accuracy, binary_prf
 from jkern.svm import cpa, dcd_ovr, ksvm_ovr, svm_light_C
-from jkern.trees import grct, head_dependencies, lct, loct, pos_leaves, read_examples
+from jkern.trees import cgrct, grct, head_dependencies, lct, loct, pos_leaves, read_examples
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO.parent / "shared" / "data"
@@ -243,6 +243,26 @@ def trec(data_dir: str | Path, max_train: int | None = None,
     return out[0], out[1]
 
 
+def read_trec_questions(path: str | Path) -> tuple[list[str], list[str]]:
+    """(questions, coarse labels) of a raw TREC file (`COARSE:fine question` lines, e.g.
+    `trec/train_5500.label`), decoded strictly as Latin-1 (the shipped files' encoding:
+    train_5500.label holds the byte 0xF0)."""
+    from jkern.errors import InputError
+    from jkern.trees import iter_lines
+
+    texts, labels = [], []
+    for n, line in iter_lines(path, encoding="latin-1"):
+        if not line.strip():
+            continue
+        label, sep, text = line.partition(" ")
+        coarse, colon, _ = label.partition(":")
+        if not (sep and colon and text.strip()):
+            raise InputError(f"{path}:{n}: expected 'COARSE:fine question', got {line[:60]!r}")
+        texts.append(text.strip())
+        labels.append(coarse)
+    return texts, labels
+
+
 def boundary_examples(data_dir: str | Path, max_examples: int | None = None):
     """The SRL boundary sample (`srl/boundary_5000.dat`): its trees and ±1 labels, cut to an
     evenly spread `max_examples` when given."""
@@ -376,12 +396,13 @@ L2S = (0.0, 1e-4)
 
 # --------------------------------------------------------------------------- tree shapes
 
-SHAPES = {"grct": grct, "lct": lct, "loct": loct}
+SHAPES = {"grct": grct, "cgrct": cgrct, "lct": lct, "loct": loct}
 
 
 def shaped(trees, shape: str, kernel: str, semantic: bool = True):
     """The trees a kernel runs on: constituency parses ("ct"; words marked by their
-    preterminal for sptk) or the GRCT / LCT / LOCT of their head-rule dependency parses."""
+    preterminal for sptk) or the GRCT / CGRCT / LCT / LOCT of their head-rule dependency
+    parses."""
     if shape == "ct":
         return [pos_leaves(t, lowercase=True) for t in trees] if kernel == "sptk" else trees
     return [SHAPES[shape](head_dependencies(t, semantic=semantic)) for t in trees]

@@ -5,6 +5,7 @@ does once (`_startup`: the compilation cache on by default, compiled programs co
 """
 
 from . import _startup as _startup
+from . import data as data
 from . import ds as ds
 from . import errors as errors
 from . import kda as kda
@@ -31,12 +32,12 @@ from ._programs import program_stats as program_stats
 from ._solution import RESULTS as RESULTS
 from ._solution import Solution as Solution
 from ._sparse import SparseRows as SparseRows
-from ._text import parse as parse
 from ._train_trees import train_cutting_plane as train_cutting_plane
 from ._train_trees import train_kda as train_kda
 from ._train_trees import train_kernel_svm as train_kernel_svm
 from ._train_trees import train_nystrom_svm as train_nystrom_svm
 from .kda import KDA as KDA
+from .kernels import CSPTK as CSPTK
 from .kernels import PTK as PTK
 from .kernels import RBF as RBF
 from .kernels import SPTK as SPTK
@@ -48,5 +49,7 @@ from .kernels import Normalized as Normalized
 from .kernels import Polynomial as Polynomial
 from .kernels import SSTBow as SSTBow
 from .kernels import gram as gram
+from .kernels import learn_kernel as learn_kernel
 from .trees import read_trees as read_trees
+from .trees._text import parse as parse
 

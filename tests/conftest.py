@@ -27,7 +27,7 @@ def shared_data() -> Path:
 def nlp():
     """spaCy's small English pipeline (the `ds` extra); skips when it is not installed."""
     spacy = pytest.importorskip("spacy")
-    from jkern.ds._paths import _load_model
+    from jkern.trees._spacy import _load_model
 
     try:
         return _load_model(spacy)

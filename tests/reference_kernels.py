@@ -378,3 +378,180 @@ SETTINGS = [  # (kernel, lambda, mu, variant) exactly as in ref_gram.tsv
     ("PTK", 1.0, 1.0, "exact"),
     ("PTK", 0.8, 0.6, "exact"),
 ]
+
+
+# --------------------------------------------------------------------------- CSPTK
+#
+# Compositionally smoothed PTK (issue 33), written from its definition alone: PTK's recursion
+# (`sptk` above) with a node similarity that looks at the node's label AND whether it is a
+# leaf (a plain constituency leaf is a word; an internal node with the same label is not).
+#
+# * compositional node `rel<h::hp,m::mp>` (the regex below; lemma = part before the LAST
+#   `::`): group (rel, hp, mp); sigma = 1 on equal labels, else sim(cos(c1, c2)) when both
+#   have a composed vector c = A unit(v[h]) + B unit(v[m]) (both words in the vocabulary with
+#   non-zero vectors, |c| > 0), else 0.
+# * lexical node (a non-compositional label `lemma::pos`, or a plain leaf): group pos ("" for
+#   a plain leaf); sigma = 1 on equal labels, else sim(cos) of the two unit word vectors when
+#   both lemmas have a vector: in the vocabulary with a non-zero row (a zero vector counts as
+#   none, as for the composition; it matters for the Gaussian sim, exp(-gamma) at cos 0).
+# * any other node: sigma = 1 on equal labels, else 0.
+# * sim(cos) = exp(gamma (min(cos, 1) - 1)) when gamma is given, else clip(cos, 0, 1) when
+#   cos >= threshold and 0 otherwise.
+
+import re  # noqa: E402  (this section is self-contained)
+
+import numpy as np  # noqa: E402
+
+COMPOSITIONAL_LABEL = re.compile(
+    r"^(?P<rel>[^<>]+)<(?P<head>.+::[^:,<>]+),(?P<mod>.+::[^:,<>]+)>$")
+
+NodeSigma = Callable[[str, bool, str, bool], float]
+
+
+def split_compositional(label: str) -> tuple[str, str, str, str, str] | None:
+    """`(rel, head lemma, head pos, modifier lemma, modifier pos)` of a compositional label
+    `rel<h::hp,m::mp>`, None for any other label."""
+    m = COMPOSITIONAL_LABEL.match(label)
+    if m is None:
+        return None
+    h_lemma, _, h_pos = m.group("head").rpartition("::")
+    m_lemma, _, m_pos = m.group("mod").rpartition("::")
+    return m.group("rel"), h_lemma, h_pos, m_lemma, m_pos
+
+
+def csptk_node_kind(label: str, is_leaf: bool) -> tuple[str, tuple, tuple[str, ...]] | None:
+    """How CSPTK matches a node: `("comp", group, (head lemma, modifier lemma))`,
+    `("lex", (pos,), (lemma,))`, or None for an exact-match-only node."""
+    comp = split_compositional(label)
+    if comp is not None:
+        rel, h, hp, m, mp = comp
+        return "comp", (rel, hp, mp), (h, m)
+    if "::" in label:
+        lemma, _, pos = label.rpartition("::")
+        return "lex", (pos,), (lemma,)
+    if is_leaf:
+        return "lex", ("",), (label,)
+    return None
+
+
+def csptk_sigma(
+    vocab,
+    vectors,
+    A=None,
+    B=None,
+    gamma: float | None = None,
+    threshold: float = 0.0,
+) -> NodeSigma:
+    """CSPTK's node similarity `sigma(label1, is_leaf1, label2, is_leaf2)` from the words
+    `vocab` (one per row of `vectors`, `[len(vocab), d]`) -- or a `{word: vector}` mapping
+    as `vocab` with `vectors=None` -- and the composition matrices A, B (`[d, d]`, default
+    identity)."""
+    if vectors is None:
+        words = list(vocab)
+        table = np.array([np.asarray(vocab[w], np.float64) for w in words], np.float64)
+        table = table.reshape(len(words), -1)
+    else:
+        words = list(vocab)
+        table = np.asarray(vectors, np.float64)
+    d = table.shape[1] if table.ndim == 2 else 0
+    row = {w: k for k, w in enumerate(words)}
+    a = np.eye(d) if A is None else np.asarray(A, np.float64)
+    b = np.eye(d) if B is None else np.asarray(B, np.float64)
+
+    def unit(w: str) -> np.ndarray | None:
+        """The unit vector of w (zeros for a zero vector); None when w has no row."""
+        k = row.get(w)
+        if k is None:
+            return None
+        v = table[k]
+        n = math.sqrt(float(v @ v))
+        return v / n if n > 0 else np.zeros_like(v)
+
+    def composed(h: str, m: str) -> np.ndarray | None:
+        uh, um = unit(h), unit(m)
+        if uh is None or um is None or not uh.any() or not um.any():
+            return None
+        c = a @ uh + b @ um
+        return c if math.sqrt(float(c @ c)) > 0 else None
+
+    def sim(x: np.ndarray, y: np.ndarray) -> float:
+        nx, ny = math.sqrt(float(x @ x)), math.sqrt(float(y @ y))
+        cos = float(x @ y) / (nx * ny) if nx > 0 and ny > 0 else 0.0
+        if gamma is not None:
+            return math.exp(gamma * (min(cos, 1.0) - 1.0))
+        return min(max(cos, 0.0), 1.0) if cos >= threshold else 0.0
+
+    cache: dict[tuple[str, bool, str, bool], float] = {}
+
+    def sigma(l1: str, leaf1: bool, l2: str, leaf2: bool) -> float:
+        if l1 == l2:
+            return 1.0
+        key = (l1, leaf1, l2, leaf2)
+        if key in cache:
+            return cache[key]
+        k1, k2 = csptk_node_kind(l1, leaf1), csptk_node_kind(l2, leaf2)
+        value = 0.0
+        if k1 is not None and k2 is not None and k1[0] == k2[0] and k1[1] == k2[1]:
+            if k1[0] == "comp":
+                c1, c2 = composed(*k1[2]), composed(*k2[2])
+                if c1 is not None and c2 is not None:
+                    value = sim(c1, c2)
+            else:
+                u1, u2 = unit(k1[2][0]), unit(k2[2][0])
+                if u1 is not None and u2 is not None and u1.any() and u2.any():
+                    value = sim(u1, u2)
+        cache[key] = value
+        return value
+
+    return sigma
+
+
+def csptk(
+    t1: Tree,
+    t2: Tree,
+    lam: float,
+    mu: float,
+    vocab=(),
+    vectors=None,
+    A=None,
+    B=None,
+    gamma: float | None = None,
+    threshold: float = 0.0,
+    max_subseq: int | None = None,
+    method: str = "dp",
+    sigma: NodeSigma | None = None,
+) -> float:
+    """Compositionally smoothed partial tree kernel of two trees (CGRCTs, or any trees).
+
+    `vocab`/`vectors` as in `csptk_sigma` (an empty vocabulary gives PTK); pass a prebuilt
+    `sigma = csptk_sigma(...)` to reuse its cache over many pairs."""
+    if sigma is None:
+        if vectors is None and not isinstance(vocab, dict):
+            vocab, vectors = [], np.zeros((0, 0))
+        sigma = csptk_sigma(vocab, vectors, A, B, gamma=gamma, threshold=threshold)
+    # `sptk` hands its sigma two labels; give every node a unique label "1:i" / "2:j" so the
+    # similarity can see the node's real label and whether it is a leaf.
+    n1 = [(t1.labels[i], t1.is_leaf(i)) for i in range(len(t1))]
+    n2 = [(t2.labels[j], t2.is_leaf(j)) for j in range(len(t2))]
+    s1 = Tree(tuple(f"1:{i}" for i in range(len(t1))), t1.children)
+    s2 = Tree(tuple(f"2:{j}" for j in range(len(t2))), t2.children)
+
+    def by_node(a: str, b: str) -> float:
+        (l1, f1), (l2, f2) = n1[int(a[2:])], n2[int(b[2:])]
+        return sigma(l1, f1, l2, f2)
+
+    return sptk(s1, s2, lam, mu, by_node, max_subseq=max_subseq, method=method)
+
+
+def csptk_gram(trees, lam: float, mu: float, vocab=(), vectors=None, **kw) -> np.ndarray:
+    """The Gram matrix of `csptk` over `trees` (upper triangle computed, mirrored)."""
+    if vectors is None and not isinstance(vocab, dict):
+        vocab, vectors = [], np.zeros((0, 0))
+    sig_kw = {k: kw.pop(k) for k in ("A", "B", "gamma", "threshold") if k in kw}
+    sigma = csptk_sigma(vocab, vectors, **sig_kw)
+    n = len(trees)
+    g = np.zeros((n, n))
+    for a in range(n):
+        for b in range(a, n):
+            g[a, b] = g[b, a] = csptk(trees[a], trees[b], lam, mu, sigma=sigma, **kw)
+    return g

@@ -228,7 +228,7 @@ def test_no_jkern_module_unpickles_or_evaluates_anything():
 
 
 def test_a_cache_file_of_another_kind_is_used_only_if_trusted(tmp_path):
-    # the rule for jkern's other caches (the spaCy parse cache of `jkern.ds`)
+    # the rule for jkern's other caches (the spaCy parse cache of `jkern.trees`)
     from jkern._cache import open_trusted
 
     def trusted_file(path) -> bool:

@@ -837,13 +837,13 @@ def test_word_vectors_loader_on_mutated_files(profile, tmp_path):
 def test_parse_cache_reader_on_mutated_files(profile, tmp_path):
     """`jkern.parse`'s on-disk cache of spaCy parses: a damaged one is an error that says to
     delete it."""
-    from jkern.ds import _paths
+    from jkern.trees import _spacy
 
     toks = [["a", "dog"], ["it", "runs", "fast"]]
     buf = io.BytesIO()
-    arrays: dict[str, Any] = {c: np.zeros(5, np.int32) for c in _paths._COLUMNS}
+    arrays: dict[str, Any] = {c: np.zeros(5, np.int32) for c in _spacy._COLUMNS}
     np.savez_compressed(buf, offsets=np.array([0, 2, 5]), head=np.array([1, 1, 1, 1, 1]),
-                        tables=np.asarray(json.dumps({c: ["x"] for c in _paths._COLUMNS})),
+                        tables=np.asarray(json.dumps({c: ["x"] for c in _spacy._COLUMNS})),
                         **arrays)
     seed = buf.getvalue()
 
@@ -852,7 +852,7 @@ def test_parse_cache_reader_on_mutated_files(profile, tmp_path):
     @example(seed)
     def check(data):
         path = _write(tmp_path, "spacy-cache.npz", data)
-        parsed = _read(lambda: _paths._read_cache(path, toks), path, len(data))
+        parsed = _read(lambda: _spacy._read_cache(path, toks), path, len(data))
         if parsed is not None:  # a cache that reads gives every sentence
             assert [len(parsed.sentence(i)) for i in range(len(toks))] == [2, 3]
 

@@ -90,6 +90,16 @@ def test_the_library_never_imports_the_command_line():
         assert not cli, f"{name} imports {sorted(cli)}"
 
 
+def test_trees_never_import_the_learners():
+    # data flows one way: text -> trees -> kernels -> learners (trees/ parses with spaCy for ds/)
+    modules = _modules()
+    above = ("jkern.ds", "jkern.svm", "jkern.kda", "jkern.pa", "jkern.kernels", "jkern.cli")
+    for name, path in modules.items():
+        if name == "jkern.trees" or name.startswith("jkern.trees."):
+            bad = {m for m in _imports(name, path, modules) if m.startswith(above)}
+            assert not bad, f"{name} imports {sorted(bad)}"
+
+
 def test_every_module_imports_alone():
     # One fresh interpreter per module would cost a JAX import each; instead one interpreter
     # imports each module after dropping every jkern module from sys.modules.

@@ -100,7 +100,12 @@ def test_the_registry_builds_every_kernel_and_checks_its_options():
     sptk = kernel_by_name("sptk", vocab=vocab, vectors=vectors)
     assert isinstance(sptk, jkern.SPTK) and float(sptk.threshold) == 0.0 and sptk.gamma is None
     assert float(kernel_by_name("sptk", vocab=vocab, vectors=vectors, gamma=2.0).gamma) == 2.0
-    assert set(KERNEL_NAMES) == set(expected) | {"sptk"}
+    csptk = kernel_by_name("csptk", vocab=vocab, vectors=vectors, gamma=2.0, A=2 * np.eye(2))
+    assert isinstance(csptk, jkern.CSPTK) and float(csptk.A[0, 0]) == 2.0
+    assert float(csptk.B[0, 0]) == 1.0
+    assert set(KERNEL_NAMES) == set(expected) | {"sptk", "csptk"}
+    with pytest.raises(InputError, match="only applies to csptk"):
+        kernel_by_name("sptk", vocab=vocab, vectors=vectors, A=np.eye(2))
     with pytest.raises(InputError, match="unknown tree kernel"):
         kernel_by_name("stk")
     with pytest.raises(InputError, match="word vectors"):

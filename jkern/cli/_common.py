@@ -237,25 +237,27 @@ def setup_jax(dtype: str) -> None:
 def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
     """The tree-kernel flags shared by the commands that build a kernel."""
     p.add_argument("--kernel", "-k", required=required,
-                   choices=("st", "sst", "sst-bow", "ptk", "sptk"),
+                   choices=("st", "sst", "sst-bow", "ptk", "sptk", "csptk"),
                    help="tree kernel: st (subtree), sst (subset tree), sst-bow (SST plus "
-                        "equal leaves), ptk (partial tree), sptk (smoothed partial tree) "
+                        "equal leaves), ptk (partial tree), sptk (smoothed partial tree), "
+                        "csptk (compositionally smoothed partial tree, on compositional "
+                        "trees: jkern parse --shape cgrct) "
                         + ("(required; no default)" if required else
                            "(no default; required unless --projector gives one)"))
     p.add_argument("--lam", type=positive_float, default=0.4, metavar="L",
                    help="lambda decay (default 0.4)")
     p.add_argument("--mu", type=positive_float, default=0.4, metavar="M",
-                   help="mu decay of ptk/sptk (default 0.4; ignored by st/sst/sst-bow)")
+                   help="mu decay of ptk/sptk/csptk (default 0.4; ignored by st/sst/sst-bow)")
     p.add_argument("--max-subseq", type=positive_int, default=None, metavar="K",
-                   help="ptk/sptk: longest child subsequence (default: no limit, exact; "
+                   help="ptk/sptk/csptk: longest child subsequence (default: no limit, exact; "
                         "SVM-Light-TK as distributed uses 5; ignored by st/sst/sst-bow)")
     p.add_argument("--vectors", metavar="FILE",
-                   help="sptk: word vectors in word2vec text format (required for sptk; "
-                        "no default)")
+                   help="sptk/csptk: word vectors in word2vec text format (required for "
+                        "them; no default)")
     p.add_argument("--threshold", type=finite_float, default=None, metavar="T",
-                   help="sptk: word similarities below T count as 0 (default 0.0)")
+                   help="sptk/csptk: similarities below T count as 0 (default 0.0)")
     p.add_argument("--gamma", type=positive_float, default=None, metavar="G",
-                   help="sptk: Gaussian word similarity exp(G (cos - 1)) instead of the "
+                   help="sptk/csptk: Gaussian similarity exp(G (cos - 1)) instead of the "
                         "thresholded cosine (positive definite; excludes --threshold; default: "
                         "off, the thresholded cosine)")
     p.add_argument("--normalize", action="store_true",
@@ -264,16 +266,16 @@ def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> N
 
 def check_kernel_arguments(args: argparse.Namespace) -> None:
     """Usage checks of `add_kernel_arguments`' flags, before any work."""
-    if args.kernel == "sptk":
+    if args.kernel in ("sptk", "csptk"):
         if args.vectors is None:
-            raise CLIError("--kernel sptk needs --vectors FILE (word2vec text format)")
+            raise CLIError(f"--kernel {args.kernel} needs --vectors FILE (word2vec text format)")
         if args.gamma is not None and args.threshold is not None:
             raise CLIError("--threshold applies to the cosine similarity; --gamma replaces it")
     else:
         for flag, value in (("--vectors", args.vectors), ("--threshold", args.threshold),
                             ("--gamma", args.gamma)):
             if value is not None:
-                raise CLIError(f"{flag} only applies to --kernel sptk")
+                raise CLIError(f"{flag} only applies to --kernel sptk or csptk")
 
 
 def kernel_from_arguments(args: argparse.Namespace) -> Any:
@@ -284,7 +286,7 @@ def kernel_from_arguments(args: argparse.Namespace) -> Any:
     from jkern.kernels import kernel_by_name
 
     vocab = vectors = None
-    if args.kernel == "sptk":
+    if args.kernel in ("sptk", "csptk"):
         from jkern.data import load_word_vectors
 
         with input_errors():
@@ -303,10 +305,10 @@ def kernel_from_arguments(args: argparse.Namespace) -> Any:
 def kernel_name(args: argparse.Namespace) -> str:
     """How the summary line names the kernel."""
     parts = [f"lam={args.lam:g}"]
-    if args.kernel in ("ptk", "sptk"):
+    if args.kernel in ("ptk", "sptk", "csptk"):
         parts.append(f"mu={args.mu:g}")
         parts.append(f"max_subseq={args.max_subseq}")
-    if args.kernel == "sptk":
+    if args.kernel in ("sptk", "csptk"):
         parts.append(f"threshold={args.threshold or 0.0:g}" if args.gamma is None
                      else f"gamma={args.gamma:g}")
     name = f"{args.kernel}({', '.join(parts)})"

@@ -18,16 +18,16 @@ from ._common import (
     say,
 )
 
-SHAPES = ("grct", "lct", "loct", "pos-leaves")
+SHAPES = ("grct", "cgrct", "lct", "loct", "pos-leaves")
 
 
 def _dependency_shape(shape: str):
-    from jkern.trees import grct, lct, loct
+    from jkern.trees import cgrct, grct, lct, loct
 
-    return {"grct": grct, "lct": lct, "loct": loct}[shape]
+    return {"grct": grct, "cgrct": cgrct, "lct": lct, "loct": loct}[shape]
 
 
-SUMMARY = ("convert the trees of a file to another shape (GRCT, LCT, LOCT, PoS-marked "
+SUMMARY = ("convert the trees of a file to another shape (GRCT, CGRCT, LCT, LOCT, PoS-marked "
            "words)")
 
 
@@ -35,10 +35,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("trees", metavar="TREES",
                    help="constituency parses: Penn lines, a TSV with a 'tree' column, or "
                         "SVM-Light-TK lines (every tree of each example is converted); or a "
-                        "CoNLL-U file (*.conllu: its dependency parses, for grct/lct/loct)")
+                        "CoNLL-U file (*.conllu: its dependency parses, for grct/cgrct/lct/loct)")
     p.add_argument("--shape", required=True, choices=SHAPES,
                    help="grct / lct / loct: the dependency tree shapes of the parses' head-rule "
-                        "dependency parses; pos-leaves: words relabelled word::TAG "
+                        "dependency parses; cgrct: the compositional GRCT (CSPTK's input); "
+                        "pos-leaves: words relabelled word::TAG "
                         "(lowercased), for SPTK on constituency parses (required; no default)")
     p.add_argument("--syntactic-heads", action="store_true",
                    help="Collins' syntactic heads (auxiliaries and copulas head their "
@@ -59,7 +60,7 @@ def _transform(shape: str, semantic: bool):
 
 
 def _conllu_shapes(path: str, shape: str, encoding: str) -> tuple[str, int]:
-    """The GRCT / LCT / LOCT of each sentence of a CoNLL-U file, one Penn tree per line, and
+    """The GRCT / CGRCT / LCT / LOCT of each sentence of a CoNLL-U file, one Penn tree per line, and
     how many there are."""
     from jkern.trees import read_conllu
 

@@ -20,15 +20,16 @@ from ._common import (
     say,
 )
 
-SUMMARY = "parse raw sentences into dependency trees (GRCT, LCT, LOCT) with spaCy"
+SUMMARY = "parse raw sentences into dependency trees (GRCT, CGRCT, LCT, LOCT) with spaCy"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", metavar="TEXT",
                    help="one sentence (or question) per line; with --labels, 'LABEL<TAB>text' "
                         "lines. Empty lines are skipped")
-    p.add_argument("--shape", choices=("grct", "lct", "loct"), default="grct",
-                   help="the dependency tree shape (Croce et al. 2011; default grct)")
+    p.add_argument("--shape", choices=("grct", "cgrct", "lct", "loct"), default="grct",
+                   help="the dependency tree shape (Croce et al. 2011; cgrct: the "
+                        "compositional GRCT that CSPTK compares; default grct)")
     p.add_argument("--labels", action="store_true",
                    help="each line starts with a label and a tab; the output is a TSV with "
                         "'label' and 'tree' columns, which `jkern train` reads (default: no "

@@ -6,6 +6,7 @@ scores mentions and aggregates them per entity pair. See docs/distant_supervisio
 """
 
 from .. import _startup as _startup  # the compilation cache, program counts
+from ..trees import parse_sentences as parse_sentences  # spaCy's parses, moved to trees/
 from ._evaluate import held_out as held_out
 from ._extractor import RelationExtractor as RelationExtractor
 from ._extractor import train_extractor as train_extractor
@@ -15,7 +16,6 @@ from ._features import mention_features as mention_features
 from ._features import normalize_word as normalize_word
 from ._fit import fit as fit
 from ._paths import dependency_paths as dependency_paths
-from ._paths import parse_sentences as parse_sentences
 from ._paths import path_tree as path_tree
 from ._relaxation import Check as Check
 from ._relaxation import Constraints as Constraints

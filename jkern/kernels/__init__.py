@@ -8,8 +8,11 @@ from ._base import Product as Product
 from ._base import Scaled as Scaled
 from ._base import Sum as Sum
 from ._gram import gram as gram
+from ._learn import alignment as alignment
+from ._learn import learn_kernel as learn_kernel
 from ._registry import KERNEL_NAMES as KERNEL_NAMES
 from ._registry import kernel_by_name as kernel_by_name
+from ._tree_kernels import CSPTK as CSPTK
 from ._tree_kernels import PTK as PTK
 from ._tree_kernels import SPTK as SPTK
 from ._tree_kernels import SST as SST
@@ -29,10 +32,13 @@ __all__ = [
     "Scaled",
     "Sum",
     "gram",
+    "alignment",
+    "learn_kernel",
     "KERNEL_NAMES",
     "kernel_by_name",
     "PTK",
     "SPTK",
+    "CSPTK",
     "SST",
     "ST",
     "AbstractTreeKernel",

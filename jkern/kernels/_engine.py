@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._cache import jit
 from .._unique import sorted_unique
 from .._validate import is_traced
 from ..errors import InputError, TreeInputError
@@ -109,6 +110,9 @@ class MatchPlan:
         plus_one: SST's (1 + Delta(child)) factors; False gives ST's plain product.
         max_subseq: PTK's limit on child-subsequence length (None: no limit).
         vec_index: `int32[F]` row of a node in the similarity table (SPTK), -1 if none.
+        composed: (CSPTK) `int32[P, 2]`: the word rows (head, modifier) of the head-modifier
+            pairs whose composed vectors are rows V..V+P-1 of the similarity table (V the
+            word vectors' rows); `vec_index` points there for compositional nodes.
         residual: (PTK) every same-group pair has Delta = mu lam^2 + R with R = 0 unless both
             nodes are internal and share a child key. Only R is stored and computed, only
             where it can be non-zero; the constant part is contracted per group.
@@ -121,6 +125,7 @@ class MatchPlan:
     max_subseq: int | None = None
     vec_index: np.ndarray | None = None
     residual: bool = False
+    composed: np.ndarray | None = None
 
 
 def _child_key_bits(f: Forest, key: np.ndarray, n_keys: int) -> np.ndarray:
@@ -246,6 +251,11 @@ class GramEngine:
         if plan.residual:
             self._stored &= f.arity > 0
             self._mask = _child_key_bits(f, key, plan.n_keys)
+        self._composed = None
+        if plan.composed is not None:  # padded: one compiled table program per ladder size
+            pairs = np.zeros((_ladder(len(plan.composed) + 1, 64), 2), np.int32)
+            pairs[: len(plan.composed)] = plan.composed
+            self._composed = jnp.asarray(pairs)
         self.counts = Counts()
         # Padded sizes only grow over the engine's calls (fewer shapes, fewer programs).
         self._buf_size = self._rows_pad = 0
@@ -264,6 +274,18 @@ class GramEngine:
         with self._lock:
             setattr(self, attr, max(getattr(self, attr), size))
             return getattr(self, attr)
+
+    def resolve_params(self, params: Params) -> Params:
+        """The parameters the recurrences read: CSPTK's composition matrices turned into the
+        composed vectors of this forest's head-modifier pairs, appended to the word vectors
+        (computed once per prepared collection; differentiable in A, B and the vectors)."""
+        if params.composition is None:
+            return params
+        if self._composed is None:
+            raise AssertionError("composition parameters without a composed-pair plan")
+        a, b = params.composition
+        table = composed_table(params.vectors, a, b, self._composed)
+        return params._replace(vectors=table, composition=None)
 
     # -- host-side planning -------------------------------------------------------------
     def _occurrences(self, trees: np.ndarray):
@@ -796,10 +818,17 @@ class GramEngine:
                 buf = fill_entries(
                     buf, piece, np.int32(s - piece_start), np.int32(e - s), dev, dev_row_off,
                     dev_pos, params, plan_static=self._static, a_pad=a_pad, b_pad=b_pad,
-                    sub=sub, trips=-(-(e - s) // sub) if traced else None,
+                    sub=sub, trips=_trips(-(-(e - s) // sub)) if traced else None,
                 )
                 s = e
         return buf
+
+
+def _trips(n: int) -> int:
+    """A traced fill's static trip count: `n` rounded up to a power of two. The extra trips
+    compute masked no-ops; in exchange, fills of other sizes (other blocks, other trees of
+    a kernel being learned) reuse the same compiled programs instead of compiling their own."""
+    return 1 << max(0, (int(n) - 1).bit_length())
 
 
 # `_spread` multiplies by a dense spreading matrix when at least 1 in this many of its
@@ -865,3 +894,19 @@ def _sub_chunk(a_pad: int, b_pad: int) -> int:
     if cells * _MIN_STEP > _MAX_CELLS:  # past 256 children: bound the working set instead
         return max(1, _MAX_CELLS // cells)
     return max(_MIN_STEP, _STEP_CELLS >> max(0, (cells - 1).bit_length()))
+
+
+@jit
+def composed_table(vectors: jax.Array, a: jax.Array, b: jax.Array,
+                   pairs: jax.Array) -> jax.Array:
+    """`[V + P, d]`: the word vectors (unit or 0), then per head-modifier pair the unit
+    composition A h + B m of its words' vectors (0 where a word has none, or the composition
+    vanishes: such a pair is compared by its label only)."""
+    h, m = vectors[pairs[:, 0]], vectors[pairs[:, 1]]
+    have = (jnp.sum(h * h, axis=1) > 0.5) & (jnp.sum(m * m, axis=1) > 0.5)
+    c = h @ a.T + m @ b.T
+    sq = jnp.sum(c * c, axis=1)
+    ok = have & (sq > 0)
+    # the norm only where it is positive: its gradient is finite everywhere
+    c = c * jnp.where(ok, jax.lax.rsqrt(jnp.where(ok, sq, 1.0)), 0.0)[:, None]
+    return jnp.concatenate([vectors, c.astype(vectors.dtype)], axis=0)

@@ -71,7 +71,7 @@ class PreparedTrees:
             raise _located(err, self.forest, self.trees) from None
         if extends is not None:
             self.engine.share_columns(extends.engine)
-        self.params = kernel.params()
+        self.params = self.engine.resolve_params(kernel.params())
         self.dtype = self.engine.dtype
         self._self_kernels: np.ndarray | None = None  # `self_kernels`
         self._lock = threading.Lock()

@@ -26,6 +26,10 @@ class Params(NamedTuple):
     vectors: Any = None  # unit-norm word vectors [V, d] (SPTK)
     threshold: Any = None  # similarities below it count as 0 (SPTK)
     gamma: Any = None  # SPTK's Gaussian similarity exp(gamma (cos - 1)); None: thresholded cosine
+    # CSPTK's composition matrices (A, B). The engine turns them into rows of `vectors` (one
+    # per head-modifier pair of its forest, `GramEngine.resolve_params`) before any
+    # recurrence reads them, so the recurrences see None here.
+    composition: Any = None
 
 
 def params_traced(params: Params) -> bool:
@@ -129,9 +133,13 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
         return mu * _subseq_sum(s, lam, max_subseq)
     if smoothed:
         iq, iv = dev.vec_index[q], dev.vec_index[v]
-        have = (iq >= 0) & (iv >= 0)
         vecs = params.vectors
-        cos = jnp.sum(vecs[jnp.maximum(iq, 0)] * vecs[jnp.maximum(iv, 0)], axis=-1).astype(dtype)
+        vq, vv = vecs[jnp.maximum(iq, 0)], vecs[jnp.maximum(iv, 0)]
+        # Rows are unit vectors or 0; a zero row is a word (or head-modifier pair) without a
+        # vector, compared by its label only, like one missing from the vocabulary.
+        have = ((iq >= 0) & (iv >= 0) & (jnp.sum(vq * vq, axis=-1) > 0.5)
+                & (jnp.sum(vv * vv, axis=-1) > 0.5))
+        cos = jnp.sum(vq * vv, axis=-1).astype(dtype)
         if params.gamma is None:
             thr = jnp.asarray(params.threshold, dtype)
             sim = jnp.where(have & (cos >= thr), jnp.clip(cos, 0, 1), 0)

