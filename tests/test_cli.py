@@ -156,6 +156,31 @@ def test_sptk_gamma_flag_gives_the_gaussian_similarity(tmp_path, capsys):
     assert code == 2 and "--gamma" in "\n".join(err)
 
 
+def test_csptk_flag_gives_the_compositional_kernel(tmp_path, capsys):
+    lines = ["(root (nsubj<bark::v,dog::n> (NOUN dog::n))(VERB bark::v))",
+             "(root (nsubj<run::v,cat::n> (NOUN cat::n))(VERB run::v))",
+             "(root (nsubj<bark::v,cat::n> (NOUN cat::n))(VERB bark::v))"]
+    trees = tmp_path / "t.txt"
+    trees.write_text("\n".join(lines) + "\n")
+    vectors = tmp_path / "v.txt"
+    vectors.write_text("4 2\ndog 1 0\ncat 0.6 0.8\nbark 0 1\nrun 0.8 0.6\n")
+    out = tmp_path / "c.npy"
+    code, _ = _run(capsys, "gram", "--kernel", "csptk", "--vectors", vectors, "--gamma", "2",
+                   "--normalize", "-q", trees, "--out", out)
+    assert code == 0
+    vocab = ["dog", "cat", "bark", "run"]
+    vecs = np.array([[1, 0], [0.6, 0.8], [0, 1.0], [0.8, 0.6]])
+    parsed = [jkern.trees.parse_penn(line) for line in lines]
+    kernel = jkern.Normalized(jkern.CSPTK(vocab, vecs, 0.4, 0.4, gamma=2.0))
+    want = np.asarray(jkern.gram(kernel, parsed, dtype="float64"))
+    sptk = np.asarray(jkern.gram(jkern.Normalized(jkern.SPTK(vocab, vecs, 0.4, 0.4, gamma=2.0)),
+                                 parsed, dtype="float64"))
+    assert abs(want[0, 1] - sptk[0, 1]) > 1e-3  # the head-modifier nodes are smoothed
+    np.testing.assert_allclose(np.load(out), want, rtol=1e-12)
+    code, err = _run(capsys, "gram", "--kernel", "csptk", trees, "--out", tmp_path / "x.npy")
+    assert code == 2 and "--vectors" in err[0]
+
+
 def test_sptk_without_vectors_is_a_usage_error(tmp_path, capsys):
     trees = tmp_path / "t.txt"
     trees.write_text(TREES)
