@@ -25,7 +25,6 @@ from ._nystrom import Nystrom, NystromEnsemble
 from ._pipeline import NystromModel
 from ._progress import cpa_iterations, end_line, phase
 from ._solution import Solution
-from .data._split import stratified_split
 from .errors import InputError
 from .kernels._base import AbstractKernel
 from .svm._cpa import cpa, svm_light_C
@@ -34,13 +33,14 @@ from .svm._expansion import KernelExpansion, stack_expansions
 from .svm._ksvm import ksvm, ksvm_ovr
 
 
-def check_kda_options(*, dropout: float, dev_fraction: float,
+def check_kda_options(*, dropout: Any, dev_fraction: float | None,
                       names: tuple[str, str] = ("dropout", "dev_fraction")) -> None:
     """`train_kda`'s options in their domains (the CLI checks them with this before any
     work, `names` its flags')."""
-    if not 0 <= dropout < 1:
+    rates = np.asarray(dropout, np.float64)
+    if rates.ndim > 1 or rates.size == 0 or not np.all((rates >= 0) & (rates < 1)):
         raise InputError(f"{names[0]} {dropout}: use a rate in [0, 1)")
-    if not 0 < dev_fraction < 1:
+    if dev_fraction is not None and not 0 < dev_fraction < 1:
         raise InputError(f"{names[1]} {dev_fraction}: use a fraction in (0, 1)")
 
 
@@ -83,35 +83,32 @@ def train_nystrom_svm(projector: Nystrom | NystromEnsemble, trees: Sequence[Any]
 
 
 def train_kda(projector: Nystrom, trees: Sequence[Any], labels: Sequence[Any], *,
-              key: jax.Array, hidden: Sequence[int] | None = None, dropout: float = 0.2,
-              l2: float = 1e-4, epochs: int = 500, patience: int | None = 20,
-              dev_fraction: float = 0.1, split_seed: int = 0,
-              **gram_options: Any) -> Solution[NystromModel]:
+              key: jax.Array, hidden: Sequence[int] | None = None, dropout: Any = 0.2,
+              l2: Any = 1e-4, steps: int | None = None, epochs: int | None = None,
+              patience: int | None = 20, dev_fraction: float | None = None,
+              split_seed: int = 0, **gram_options: Any) -> Solution[NystromModel]:
     """A KDA (Nyström layer + MLP) on the kernel columns of `trees` against the projector's
-    landmarks, early-stopped on a stratified development part (`dev_fraction` of each class,
-    at least one training tree kept per class; `jkern.data.stratified_split(seed=split_seed)`).
+    landmarks, trained by `jkern.kda.train` and its rules (docs/kda.md, "Defaults"): early
+    stopping on a stratified development part (`dev_fraction`; by default 10% when that is
+    at least 200 trees, `jkern.data.stratified_split(seed=split_seed)`), else `steps`
+    optimizer steps (default 1,000) on every tree. `dropout` and `l2` may be sequences: their
+    grid trains as one vmapped program, chosen on the development part.
     The network is initialised from `fold_in(key, 1)` and trained with `fold_in(key, 2)`."""
-    from .kda import KDA, fit
+    from .kda import train
 
-    lab, classes = _classes(labels, len(trees))
+    lab, _ = _classes(labels, len(trees))
     if not isinstance(projector, Nystrom):
         raise InputError("a KDA needs a single Nyström projector (not an ensemble)")
     check_kda_options(dropout=dropout, dev_fraction=dev_fraction)
     on = bool(gram_options.get("progress", False))
     with phase(on, f"kernel columns of {len(trees)} trees against {projector.n_landmarks} "
                    "landmarks"):
-        c = np.asarray(projector.columns(trees, **gram_options))
-    fit_idx, dev_idx = stratified_split(lab, dev_fraction, seed=split_seed)
-    if len(dev_idx) == 0:
-        raise InputError(f"dev_fraction {dev_fraction} of {len(trees)} trees leaves no "
-                         "development tree: raise it or give more trees")
-    model = KDA.init(jax.random.fold_in(key, 1), jnp.asarray(projector.projection, c.dtype),
-                     sorted(classes.tolist()), hidden=hidden, dropout=dropout)
-    cj = jnp.asarray(c)
-    with phase(on, f"KDA training, up to {epochs} epochs"):
-        sol = fit(model, cj[fit_idx], lab[fit_idx], cj[dev_idx], lab[dev_idx],
-                  key=jax.random.fold_in(key, 2), l2=l2, epochs=epochs, patience=patience,
-                  progress=on)
+        c = jnp.asarray(projector.columns(trees, **gram_options))
+    with phase(on, "KDA training"):
+        sol = train(c, lab, jnp.asarray(projector.projection, c.dtype), key=key,
+                    hidden=hidden, dropout=dropout, l2=l2, dev_fraction=dev_fraction,
+                    split_seed=split_seed, steps=steps, epochs=epochs, patience=patience,
+                    progress=on)
         jax.block_until_ready(sol.model)
     return Solution(NystromModel(projector, sol.model), sol.result, sol.stats)
 

@@ -242,14 +242,19 @@ class KernelSVC(_TreeClassifier):
 
 
 class KDAClassifier(_TreeClassifier):
-    """The kernel-based deep architecture: Nyström layer + MLP (`jkern.train_kda`),
-    early-stopped on a stratified `dev_fraction` of the training trees."""
+    """The kernel-based deep architecture: Nyström layer + MLP (`jkern.train_kda`), with
+    `jkern.kda.train`'s rules: early stopping on a stratified development part when it holds
+    at least 200 trees (`dev_fraction=None`: 10%), else `steps` optimizer steps (default
+    1,000) on every tree. `dropout` and `l2` may be tuples (a grid chosen on the development
+    part, as one vmapped program); `dev_fraction` set always splits, `epochs` set replaces
+    the step count."""
 
     def __init__(self, kernel: str = "sst", lam: float = 0.4, mu: float = 0.4,
                  normalize: bool = True, landmarks: int = 100,
-                 hidden: tuple[int, ...] | None = None, dropout: float = 0.2,
-                 l2: float = 1e-4, epochs: int = 500, patience: int | None = 20,
-                 dev_fraction: float = 0.1, random_state: int | None = 0) -> None:
+                 hidden: tuple[int, ...] | None = None, dropout: Any = 0.2,
+                 l2: Any = 1e-4, steps: int | None = None, epochs: int | None = None,
+                 patience: int | None = 20, dev_fraction: float | None = None,
+                 random_state: int | None = 0) -> None:
         self.kernel = kernel
         self.lam = lam
         self.mu = mu
@@ -258,6 +263,7 @@ class KDAClassifier(_TreeClassifier):
         self.hidden = hidden
         self.dropout = dropout
         self.l2 = l2
+        self.steps = steps
         self.epochs = epochs
         self.patience = patience
         self.dev_fraction = dev_fraction
@@ -270,7 +276,7 @@ class KDAClassifier(_TreeClassifier):
         solution = jkern.train_kda(
             self._fit_projector(trees, y, self.landmarks), trees, y.tolist(), key=self._key(1),
             hidden=None if self.hidden is None else list(self.hidden), dropout=self.dropout,
-            l2=self.l2, epochs=self.epochs, patience=self.patience,
+            l2=self.l2, steps=self.steps, epochs=self.epochs, patience=self.patience,
             dev_fraction=self.dev_fraction, split_seed=0 if self.random_state is None
             else int(self.random_state))
         self.model_ = _model_of(solution, "KDAClassifier")

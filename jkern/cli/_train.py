@@ -75,13 +75,18 @@ def configure(p: argparse.ArgumentParser) -> None:
                      help="dropout rate (default 0.2)")
     kda.add_argument("--l2", type=float, default=1e-4, metavar="L",
                      help="weight penalty λ (default 1e-4)")
-    kda.add_argument("--epochs", type=positive_int, default=500, metavar="E",
-                     help="most training epochs (default 500)")
+    kda.add_argument("--steps", type=positive_int, default=None, metavar="S",
+                     help="without a development split: optimizer steps on every tree "
+                          "(default 1000)")
+    kda.add_argument("--epochs", type=positive_int, default=None, metavar="E",
+                     help="most training epochs, replacing --steps (default: 500 with a "
+                          "development split, else the epochs that make --steps)")
     kda.add_argument("--patience", type=positive_int, default=20, metavar="N",
                      help="early stopping: epochs without a better dev accuracy (default 20)")
-    kda.add_argument("--dev-fraction", type=float, default=0.1, metavar="F",
+    kda.add_argument("--dev-fraction", type=float, default=None, metavar="F",
                      help="stratified part of the training trees held out for early stopping "
-                          "(default 0.1)")
+                          "(default: 0.1 when that is at least 200 trees, else none: "
+                          "--steps on every tree)")
     cpa = p.add_argument_group("cpa options")
     cpa.add_argument("--sample", "-r", type=positive_int, default=1000, metavar="R",
                      help="examples drawn per iteration (default 1000; >= the number of trees: "
@@ -194,12 +199,16 @@ def run(args: argparse.Namespace) -> int:
                 if not isinstance(proj, jkern.Nystrom):
                     raise CLIError("--algo kda needs a single projector (not an ensemble)")
                 sol = jkern.train_kda(proj, trees, labels, key=key, hidden=args.hidden,
-                                      dropout=args.dropout, l2=args.l2, epochs=args.epochs,
-                                      patience=args.patience, dev_fraction=args.dev_fraction,
-                                      split_seed=args.seed, **options)
-                best = int(sol.stats["best_epoch"])
-                note = (f"best dev accuracy {float(sol.stats['dev_accuracy'][best]):.4f} at "
-                        f"epoch {best + 1} of {int(sol.stats['n_epochs'])}")
+                                      dropout=args.dropout, l2=args.l2, steps=args.steps,
+                                      epochs=args.epochs, patience=args.patience,
+                                      dev_fraction=args.dev_fraction, split_seed=args.seed,
+                                      **options)
+                best, dev = int(sol.stats["best_epoch"]), int(sol.stats["dev_size"])
+                note = (f"best dev accuracy {float(sol.stats['dev_accuracy'][best]):.4f} "
+                        f"({dev} dev trees) at epoch {best + 1} of "
+                        f"{int(sol.stats['n_epochs'])}" if dev else
+                        f"{int(sol.stats['steps'])} optimizer steps on every tree (no "
+                        "development split: fewer than 200 trees would be held out)")
         costs, what = sol.model.n_landmarks, "landmarks"
     else:
         kernel = kernel_from_arguments(args)

@@ -1,6 +1,8 @@
 """The kernel-based deep architecture: a Nyström layer and an MLP (Croce et al., ACL 2017).
 
-The training side (`fit`, `adam`, ...) imports optax; it loads on first use, so importing
+`train` picks the training rules from the data (the defaults of `jkern.train_kda`, the
+scikit-learn `KDAClassifier` and `jkern train --algo kda`); `fit` runs the paper's loop as told.
+The training side (`train`, `fit`, `adam`, ...) imports optax; it loads on first use, so importing
 jkern (or a KDA model) does not pay for optax in processes that never train one.
 """
 
@@ -14,8 +16,11 @@ from ._model import KDA as KDA
 
 _TRAINING = ("adam", "default_data_key", "epoch_batches", "fit", "fit_grid", "grid_member",
              "init_grid", "init_opt_state", "loss_fn", "train_step")
+_RECIPE = ("development_split", "train")
 
 if TYPE_CHECKING:
+    from ._recipe import development_split as development_split
+    from ._recipe import train as train
     from ._train import adam as adam
     from ._train import default_data_key as default_data_key
     from ._train import epoch_batches as epoch_batches
@@ -31,16 +36,19 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     if name in _TRAINING:
         return getattr(importlib.import_module("._train", __name__), name)
+    if name in _RECIPE:
+        return getattr(importlib.import_module("._recipe", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_TRAINING])
+    return sorted([*globals(), *_TRAINING, *_RECIPE])
 
 __all__ = [
     "KDA",
     "adam",
     "default_data_key",
+    "development_split",
     "epoch_batches",
     "fit",
     "fit_grid",
@@ -48,5 +56,6 @@ __all__ = [
     "init_grid",
     "init_opt_state",
     "loss_fn",
+    "train",
     "train_step",
 ]

@@ -112,7 +112,7 @@ class _Loop(NamedTuple):
 
 def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKeyArray,
          l2: Array, data_key: PRNGKeyArray, *, optimizer, epochs: int, batch_size: int,
-         patience: int | None, progress: bool = False) -> Solution[KDA]:
+         patience: int | None, min_epochs: int = 0, progress: bool = False) -> Solution[KDA]:
     n = c.shape[0]
     has_dev = c_dev.shape[0] > 0
     params, static = eqx.partition(model, model.trainable())
@@ -148,8 +148,8 @@ def _fit(model: KDA, c: Array, y: Array, c_dev: Array, y_dev: Array, key: PRNGKe
         best = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, s.best)
         best_epoch = jnp.where(better, s.epoch, s.best_epoch)
         stop = s.stop
-        if patience is not None:
-            stop = s.epoch - best_epoch >= patience
+        if patience is not None:  # never before min_epochs have run
+            stop = (s.epoch - best_epoch >= patience) & (s.epoch + 1 >= min_epochs)
         return _Loop(s.epoch + 1, p, o, best, jnp.where(better, acc, s.best_acc), best_epoch,
                      stop, s.dev_acc.at[s.epoch].set(acc if has_dev else jnp.nan),
                      s.loss.at[s.epoch].set(jnp.sum(losses) / n))
@@ -179,9 +179,9 @@ def _report_epoch(epoch: Any, epochs: int, acc: Any, loss: Any, has_dev: bool) -
 
 @functools.cache
 def _compiled(optimizer, epochs: int, batch_size: int, patience: int | None, batched: bool,
-              shared_order: bool = False, progress: bool = False):
+              shared_order: bool = False, progress: bool = False, min_epochs: int = 0):
     fit = functools.partial(_fit, optimizer=optimizer, epochs=epochs, batch_size=batch_size,
-                            patience=patience, progress=progress)
+                            patience=patience, min_epochs=min_epochs, progress=progress)
     if batched:  # models, keys and λ stacked; the data (and maybe the batch order) shared
         order_axis = None if shared_order else 0
         fit = eqx.filter_vmap(fit, in_axes=(0, None, None, None, None, 0, 0, order_axis))
@@ -227,10 +227,12 @@ def _check_data(model_landmarks: int, c, y, c_dev, y_dev, classes, dtype):
     return c, jnp.asarray(_indices(classes, y, "y")), c_dev, jnp.asarray(y_dev)
 
 
-def _check_options(epochs, batch_size, patience):
+def _check_options(epochs, batch_size, patience, min_epochs=0):
     for name, v in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(v, int) or v < 1:
             raise InputError(f"{name} must be a positive int, got {v!r}")
+    if not isinstance(min_epochs, int) or min_epochs < 0:
+        raise InputError(f"min_epochs must be an int >= 0, got {min_epochs!r}")
     if patience is not None and (not isinstance(patience, int) or patience < 1):
         raise InputError(f"patience must be a positive int or None, got {patience!r}")
 
@@ -239,7 +241,8 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
         c_dev: Float[Array, "n_dev landmarks"] | None = None,
         y_dev: Sequence[Any] | np.ndarray | None = None,
         *, key: PRNGKeyArray, l2: float = 0.0, epochs: int = 500, batch_size: int = 256,
-        patience: int | None = None, optimizer: optax.GradientTransformation | None = None,
+        patience: int | None = None, min_epochs: int = 0,
+        optimizer: optax.GradientTransformation | None = None,
         data_key: PRNGKeyArray | None = None, throw: bool = False,
         progress: bool = False) -> Solution[KDA]:
     """Trains `model` on kernel columns `c` (`K(x, landmarks)`) and labels `y`.
@@ -247,7 +250,8 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     Every epoch shuffles the training set (from `fold_in(data_key, epoch)`), runs its batches (the
     last one partial: padding rows weigh 0) and scores the development set; the model of the
     best development accuracy is returned (earliest on ties). `patience`: stop after that many
-    epochs without a better development accuracy (None: run all `epochs`). Without a
+    epochs without a better development accuracy (None: run all `epochs`), but not before
+    `min_epochs` epochs have run (the best epoch is still chosen among all). Without a
     development set the last epoch's model is returned. Deterministic given `key`.
 
     Args:
@@ -273,10 +277,11 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
         training loss of each epoch, NaN after the last one). The result is `successful`
         unless the loss became non-finite (`nonfinite`).
     """
-    _check_options(epochs, batch_size, patience)
+    _check_options(epochs, batch_size, patience, min_epochs)
     optimizer = adam() if optimizer is None else optimizer
     data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
-    fitter = _compiled(optimizer, epochs, batch_size, patience, False, False, bool(progress))
+    fitter = _compiled(optimizer, epochs, batch_size, patience, False, False, bool(progress),
+                       min_epochs)
     order = default_data_key(key) if data_key is None else data_key
     penalty = nonnegative("l2", l2, model.nystrom.dtype)
     _PROGRESS_T0[0] = time.perf_counter()
@@ -288,11 +293,11 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     return solution.check(throw)
 
 
-def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
+def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
              c_dev: Float[Array, "n_dev landmarks"] | None = None,
-             y_dev: Sequence[Any] | None = None, *, keys: PRNGKeyArray, l2: Any,
+             y_dev: Sequence[Any] | np.ndarray | None = None, *, keys: PRNGKeyArray, l2: Any,
              epochs: int = 500, batch_size: int = 256, patience: int | None = None,
-             optimizer: optax.GradientTransformation | None = None,
+             min_epochs: int = 0, optimizer: optax.GradientTransformation | None = None,
              data_key: PRNGKeyArray | None = None, throw: bool = False) -> Solution[KDA]:
     """`fit` for G configurations at once, as one vmapped program.
 
@@ -302,7 +307,7 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
     (one gather per step for the whole grid, and configurations compared on equal terms);
     without it each member shuffles from its own key. With `patience` the program runs until
     the last member stops; members that stopped keep their state."""
-    _check_options(epochs, batch_size, patience)
+    _check_options(epochs, batch_size, patience, min_epochs)
     optimizer = adam() if optimizer is None else optimizer
     dtype = models.nystrom.dtype
     l2 = nonnegative("l2", l2, dtype) if np.ndim(l2) == 0 else in_domain(
@@ -314,7 +319,7 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any],
                          f"sizes {sorted(sizes)}")
     data = _check_data(models.nystrom.shape[1], c, y, c_dev, y_dev, models.classes, dtype)
     shared = data_key is not None
-    fitter = _compiled(optimizer, epochs, batch_size, patience, True, shared)
+    fitter = _compiled(optimizer, epochs, batch_size, patience, True, shared, False, min_epochs)
     data_keys = data_key if shared else jax.vmap(default_data_key)(keys)
     return fitter(models, *data, keys, l2, data_keys).check(throw)
 
