@@ -80,3 +80,36 @@ def test_smoke_refuses_the_results_folder(tmp_path: Path, xla_cache: Path) -> No
     assert proc.returncode != 0
     assert "--out-dir" in proc.stderr
     assert {p.name: p.stat().st_mtime_ns for p in results.iterdir()} == before
+
+
+def test_qc_acl17_selection_ignores_the_test_set(shared_data: Path, tmp_path: Path,
+                                                 xla_cache: Path) -> None:
+    """qc_acl17.py picks every hyperparameter on the training questions alone: run twice, the
+    second time with the test labels permuted (its hidden --permute-test-labels), the
+    `selection` block (each choice and every candidate's held-out score) is the same, while
+    the test accuracies are not (the permutation took effect). Every row kind is there."""
+    tiny = ["--smoke", "--data-dir", shared_data, "--sources", "shipped", "--max-train", 80,
+            "--max-test", 30, "--landmarks", 20, "--samplings", 1, "--gammas", "1,3",
+            "--epochs", 5, "--learn-steps", 1, "--learn-batch", 12]
+    results = []
+    for run, extra in (("plain", []), ("permuted", ["--permute-test-labels"])):
+        out = tmp_path / run
+        # learn_kernel compiles anew for each minibatch: minutes a step on a busy CPU
+        proc = run_script(EXPERIMENTS / "qc_acl17.py", *tiny, *extra, "--out-dir", out,
+                          cwd=tmp_path, cache=xla_cache, timeout=1800)
+        results.append(check_result(out, "qc_acl17", proc))
+    plain, permuted = results
+    assert not plain["settings"]["permuted_test_labels"]
+    assert permuted["settings"]["permuted_test_labels"]
+    assert plain["selection"] == permuted["selection"]
+    assert set(plain["selection"]) == {"sptk/shipped", "csptk/shipped",
+                                       "csptk-learned/shipped"}
+    for key, sel in plain["selection"].items():  # a choice and its candidates' scores
+        assert set(sel["DCD"]["20"][0]["held_out_accuracy"]) == {"10", "30", "100"}, key
+        assert len(sel["KDA"]["20"][0]["grid_held_out_accuracy"]) == 8, key
+    assert set(plain["selection"]["sptk/shipped"]["kernel"]["held_out_accuracy"]) == {"1", "3"}
+    kinds = {(r["model"], r["kernel"], r["source"]) for r in plain["rows"]}
+    assert kinds == {(m, k, "shipped") for m in ("KSVM", "DCD", "KDA")
+                     for k in ("sptk", "csptk", "csptk-learned")}
+    accuracies = [[r["accuracy"] for r in res["rows"]] for res in results]
+    assert accuracies[0] != accuracies[1]

@@ -74,7 +74,8 @@ def learn_kernel(trees: Sequence[Any], labels: Any, *, kernel: Any, key: jax.Arr
         batch_size: trees per step (the Gram of a batch is `batch_size`^2 pairs).
         batches: distinct minibatches, cycled over the steps.
         learning_rate: Adam's step size on the free parametrization (logits of λ and μ,
-            log γ, the entries of A and B).
+            log γ); A and B step by `learning_rate / d` per entry (d the vectors'
+            dimension), about `learning_rate` per matrix in Frobenius norm.
         trainable: the fields to learn (default: all the kernel has of lam, mu, gamma, A, B).
         dtype: the Gram computations' dtype.
         throw: raise if a step's objective is not finite.
@@ -134,7 +135,13 @@ def learn_kernel(trees: Sequence[Any], labels: Any, *, kernel: Any, key: jax.Arr
         g = jnp.asarray(Normalized(build(p)).gram(batch, dtype=dtype))
         return -alignment(g, jnp.asarray(y_int[idx]), len(classes))
 
-    opt = optax.adam(learning_rate)
+    # A and B have d^2 entries, each of which Adam moves by about the step size: their step is
+    # scaled by 1/d, so a step changes a matrix by about `learning_rate` in Frobenius norm.
+    dim = int(base.A.shape[0]) if isinstance(base, CSPTK) else 1
+    opt = optax.multi_transform(
+        {"scalar": optax.adam(learning_rate),
+         "matrix": optax.adam(learning_rate / max(dim, 1))},
+        {f: "matrix" if f in ("A", "B") else "scalar" for f in free})
     state = opt.init(free)
     rng = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1)))
     order = rng.permutation(len(items))
