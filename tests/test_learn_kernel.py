@@ -67,3 +67,26 @@ def test_learn_kernel_refuses_bad_input():
         jkern.learn_kernel(trees, [1, 2, 1, 2], kernel=jkern.SST(), key=key)
     with pytest.raises(InputError, match="no trainable field"):
         jkern.learn_kernel(trees, [1, 2, 1, 2], kernel=jkern.PTK(), key=key, trainable=["A"])
+
+
+def test_sptk_gradients_match_finite_differences():
+    """d K / d (lam, mu, gamma) of a normalized SPTK entry against central differences."""
+    import equinox as eqx
+
+    trees = [jkern.trees.parse_penn("(S (NP (NN dog::NN))(VP (VBZ barks::VBZ)(NN cat::NN)))"),
+             jkern.trees.parse_penn("(S (NP (NN cat::NN))(VP (VBZ runs::VBZ)))")]
+    vocab = ["dog", "cat", "barks", "runs"]
+    vectors = np.random.default_rng(3).normal(size=(4, 3))
+    kernel = jkern.SPTK(vocab, vectors, lam=0.35, mu=0.45, gamma=1.5)
+
+    def entry(k):
+        return jkern.Normalized(k).gram(trees, dtype="float64")[0, 1]
+
+    grads = eqx.filter_grad(entry)(kernel)
+    eps = 1e-6
+    for field in ("lam", "mu", "gamma"):
+        def moved(d, field=field):
+            return eqx.tree_at(lambda k: getattr(k, field), kernel,
+                               getattr(kernel, field) + d)
+        fd = (float(entry(moved(eps))) - float(entry(moved(-eps)))) / (2 * eps)
+        assert float(getattr(grads, field)) == pytest.approx(fd, rel=1e-5, abs=1e-10), field
