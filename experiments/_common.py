@@ -243,15 +243,21 @@ def trec(data_dir: str | Path, max_train: int | None = None,
     return out[0], out[1]
 
 
-def read_trec_questions(path: str | Path) -> tuple[list[str], list[str]]:
+# TREC's .label files are Latin-1 (train_5500.label holds one byte past ASCII, 0xF0 in
+# "sister\xf0city"), not UTF-8: every reader names the encoding, never guesses it.
+TREC_LABEL_ENCODING = "latin-1"
+
+
+def read_trec_questions(path: str | Path, *, encoding: str = TREC_LABEL_ENCODING
+                        ) -> tuple[list[str], list[str]]:
     """(questions, coarse labels) of a raw TREC file (`COARSE:fine question` lines, e.g.
-    `trec/train_5500.label`), decoded strictly as Latin-1 (the shipped files' encoding:
-    train_5500.label holds the byte 0xF0)."""
+    `trec/train_5500.label`), decoded strictly in `encoding` (a bad byte is an error at its
+    file:line:column)."""
     from jkern.errors import InputError
     from jkern.trees import iter_lines
 
     texts, labels = [], []
-    for n, line in iter_lines(path, encoding="latin-1"):
+    for n, line in iter_lines(path, encoding=encoding):
         if not line.strip():
             continue
         label, sep, text = line.partition(" ")

@@ -30,6 +30,7 @@ from _common import (
     parse_args,
     parser,
     plot_bars,
+    read_trec_questions,
     run_ksvm,
     spread,
     tree_kernel,
@@ -38,34 +39,10 @@ from _common import (
 
 import jkern
 from jkern.data import stratified_split
-from jkern.errors import InputError
 from jkern.metrics import accuracy
-from jkern.trees._textfile import read_lines
 
 # --smoke: 80 training / 30 test questions, PTK on GRCT
 SMOKE = {"max_train": 80, "max_test": 30, "kernels": "ptk", "shapes": "grct"}
-
-
-# TREC's .label files are Latin-1 (train_5500.label holds one byte past ASCII, 0xF0 in
-# "sister\xf0city"), not UTF-8: every reader names the encoding, never guesses it.
-TREC_LABEL_ENCODING = "latin-1"
-
-
-def read_label_file(path: Path, *, encoding: str) -> tuple[list[str], list[str]]:
-    """(questions, coarse labels) of a `COARSE:fine question` file, decoded strictly in
-    `encoding` (`TREC_LABEL_ENCODING` for the shipped files)."""
-    texts, labels = [], []
-    # jkern's one text reader: strict, a bad byte is an error at its file:line:column
-    for n, line in enumerate(read_lines(path, encoding=encoding), 1):
-        if not line.strip():
-            continue
-        label, sep, text = line.partition(" ")
-        coarse, colon, _ = label.partition(":")
-        if not (sep and colon and text.strip()):
-            raise InputError(f"{path}:{n}: expected 'COARSE:fine question', got {line[:60]!r}")
-        texts.append(text.strip())
-        labels.append(coarse)
-    return texts, labels
 
 
 def shipped_rows() -> dict[tuple[str, str], dict]:
@@ -90,8 +67,8 @@ def main(argv=None) -> int:
     args = parse_args(ap, argv, "qc_parsed", SMOKE)
 
     trec = Path(args.data_dir) / "trec"
-    train_text, y_train = read_label_file(trec / "train_5500.label", encoding=TREC_LABEL_ENCODING)
-    test_text, y_test = read_label_file(trec / "TREC_10.label", encoding=TREC_LABEL_ENCODING)
+    train_text, y_train = read_trec_questions(trec / "train_5500.label")
+    test_text, y_test = read_trec_questions(trec / "TREC_10.label")
     keep_tr = spread(len(train_text), args.max_train).tolist()
     keep_te = spread(len(test_text), args.max_test).tolist()
     train_text, test_text = [train_text[i] for i in keep_tr], [test_text[i] for i in keep_te]

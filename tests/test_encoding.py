@@ -274,19 +274,19 @@ def test_tsv_label_column_errors_are_located(tmp_path, text, column, where, prob
 def test_trec_label_files_read_as_latin1(monkeypatch):
     trec = require(SHARED_DATA / "trec")
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "experiments"))
-    monkeypatch.delitem(sys.modules, "qc_parsed", raising=False)
-    qc_parsed = importlib.import_module("qc_parsed")  # experiments/qc_parsed.py
+    monkeypatch.delitem(sys.modules, "_common", raising=False)
+    common = importlib.import_module("_common")  # experiments/_common.py: the one reader
 
-    texts, labels = qc_parsed.read_label_file(trec / "train_5500.label",
-                                              encoding=qc_parsed.TREC_LABEL_ENCODING)
+    texts, labels = common.read_trec_questions(trec / "train_5500.label",
+                                               encoding=common.TREC_LABEL_ENCODING)
     assert len(texts) == 5452 and len(set(labels)) == 6
     assert [t for t in texts if not t.isascii()] == [
         "Which city has the oldest relationship as a sister\u00f0city with Los Angeles ?"]
-    texts, labels = qc_parsed.read_label_file(trec / "TREC_10.label",
-                                              encoding=qc_parsed.TREC_LABEL_ENCODING)
+    texts, labels = common.read_trec_questions(trec / "TREC_10.label",
+                                               encoding=common.TREC_LABEL_ENCODING)
     assert len(texts) == 500
     with pytest.raises(TreeParseError, match=r"train_5500.label:66:60: byte 0xF0"):
-        qc_parsed.read_label_file(trec / "train_5500.label", encoding="utf-8")
+        common.read_trec_questions(trec / "train_5500.label", encoding="utf-8")
 
 
 # --- the command line: one line, exit 2, and --encoding -----------------------------------------
