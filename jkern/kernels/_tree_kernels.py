@@ -383,10 +383,15 @@ class SPTK(AbstractTreeKernel):
                          vec_index=vec_index)
 
     def params(self):
-        vectors = self.vectors
-        if vectors.shape[0] == 0 or vectors.shape[1] == 0:  # empty vocabulary: gathers need a row
-            vectors = jnp.zeros((1, max(1, vectors.shape[1])), vectors.dtype)
-        return Params(self.lam, self.mu, vectors, self.threshold, self.gamma)
+        return Params(self.lam, self.mu, _gatherable(self.vectors), self.threshold, self.gamma)
+
+
+def _gatherable(vectors: jax.Array) -> jax.Array:
+    """The word vectors as the recurrences gather them: an empty vocabulary (or zero
+    dimension) becomes one zero row, since gathers need a row."""
+    if vectors.shape[0] == 0 or vectors.shape[1] == 0:
+        return jnp.zeros((1, max(1, vectors.shape[1])), vectors.dtype)
+    return vectors
 
 
 def _smoothed_plan(forest: Forest, vocab: Sequence[str], *, composed: bool = False
@@ -512,9 +517,7 @@ class CSPTK(AbstractTreeKernel):
                          vec_index=vec_index, composed=pairs)
 
     def params(self):
-        vectors = self.vectors
-        if vectors.shape[0] == 0 or vectors.shape[1] == 0:  # empty vocabulary: gathers need a row
-            vectors = jnp.zeros((1, max(1, vectors.shape[1])), vectors.dtype)
+        vectors = _gatherable(self.vectors)
         a, b = self.A, self.B
         if a.shape[0] != vectors.shape[1]:  # zero-dimensional vectors padded to one
             a = b = jnp.zeros((vectors.shape[1], vectors.shape[1]), vectors.dtype)

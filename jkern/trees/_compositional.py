@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ._conllu import Token, _Builder, _checked, _clean, _lexical, _relation
+from ._conllu import Token, _lexical, _relation, grct_labelled
 from ._tree import Tree
 
 # rel<head,mod>: rel has no angle brackets; head and mod are `lemma::pos` with a PoS free of
@@ -86,23 +86,9 @@ def cgrct(sentence: Sequence[Token]) -> Tree:
     >>> cgrct(s).to_penn()
     '(root (nsubj<bark::v,dog::n> (NOUN dog::n))(VERB bark::v))'
     """
-    root, deps = _checked(sentence)
-    b = _Builder()
-    stack: list[tuple[int, int, bool]] = [(root, -1, False)]  # (token, parent, PoS part)
-    while stack:
-        k, parent, pos = stack.pop()
-        tok = sentence[k]
-        if pos:
-            b.add(_lexical(tok), b.add(_clean(tok.upos), parent))
-            continue
-        label = _relation(tok)
-        if tok.head != 0:
-            label = composed_label(label, _lexical(sentence[tok.head - 1]),
-                                   _lexical(tok))
-        r = b.add(label, parent)
-        items = [(d, r, False) for d in deps[k] if d < k]
-        items.append((k, r, True))
-        items.extend((d, r, False) for d in deps[k] if d > k)
-        stack.extend(reversed(items))
-    return b.tree()
+    def relation_label(tok: Token) -> str:
+        if tok.head == 0:
+            return _relation(tok)
+        return composed_label(_relation(tok), _lexical(sentence[tok.head - 1]), _lexical(tok))
 
+    return grct_labelled(sentence, relation_label)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ._errors import TreeParseError, quote
 from ._textfile import DEFAULT_ENCODING, parse_uint, read_lines
@@ -265,6 +265,12 @@ def grct(sentence: Sequence[Token]) -> Tree:
     >>> grct(s).to_penn()
     '(root (nsubj (NOUN dog::n))(VERB bark::v))'
     """
+    return grct_labelled(sentence, _relation)
+
+
+def grct_labelled(sentence: Sequence[Token], relation_label: Callable[[Token], str]) -> Tree:
+    """The GRCT walk with each word's relation node labelled `relation_label(token)` (grct:
+    its relation; the compositional GRCT: relation and head-modifier pair)."""
     root, deps = _checked(sentence)
     b = _Builder()
     stack: list[tuple[int, int, bool]] = [(root, -1, False)]  # (token, parent, PoS part)
@@ -274,7 +280,7 @@ def grct(sentence: Sequence[Token]) -> Tree:
         if pos:
             b.add(_lexical(tok), b.add(_clean(tok.upos), parent))
             continue
-        r = b.add(_relation(tok), parent)
+        r = b.add(relation_label(tok), parent)
         items = [(d, r, False) for d in deps[k] if d < k]
         items.append((k, r, True))
         items.extend((d, r, False) for d in deps[k] if d > k)
