@@ -105,9 +105,25 @@ def environment(argv: Sequence[str] | None, **extra: Any) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "machine": platform.machine(),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": git_commit(),
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None
                                                         else sys.argv[1:])]),
     }
+
+
+def git_commit() -> str | None:
+    """The jkern checkout's commit (with `+dirty` when its tracked files differ), or None
+    outside a git checkout."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=30, check=True)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def carry_over(path: str | Path, rows: list[dict], key) -> tuple[list[dict], dict, dict]:

