@@ -41,7 +41,7 @@ from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique
 from .._validate import finite_model
 from ..errors import InputError
-from ._kernel import decide
+from ._kernel import decide, kernel_int
 
 
 def conjunction_coefficients(degree: int) -> tuple[int, ...]:
@@ -157,29 +157,52 @@ class ExplicitPA(eqx.Module):
     def update(self, state: ExplicitState, x: ExpandedInstance, y: Any) -> ExplicitState:
         return self.step(state, x, y)[0]
 
-    def step_block(self, state: ExplicitState, xs: ExpandedInstance, ys: Any, kbb: Array,
-                   valid: Any) -> tuple[ExplicitState, Array, Array]:
-        """B examples in order, exactly as B `step`s: their margins against the weights at
-        the block start in one batched gather, then a scan over the block that adds the
-        corrections Σ_{j<t updated} Δα_j kbb[j, t] (an update of x_j moves the margin of
-        x_t by Δα_j k(x_j, x_t): every conjunction of x_j ∩ x_t has its weight), and the
-        block's updates written at the end. `kbb`: `[B, B]` kernel values (integers in
-        exact mode). Returns (new state, margins, updated flags)."""
+    def step_block(self, state: ExplicitState, xs: ExpandedInstance, ys: Any,
+                   rows: Int[Array, "B k"], n_features: int, valid: Any
+                   ) -> tuple[ExplicitState, Array, Array]:
+        """B examples in order, exactly as B `step`s, with work per update, not per pair:
+        their margins against the weights at the block start in one batched gather; then,
+        while some example not yet visited would update, jump to the first one, update the
+        weights at its conjunctions and add Δα k(x_t, x_s) to the margins of the examples
+        after it (an update of x_t moves the margin of x_s by Δα (1 + |x_t ∩ x_s|)^d: every
+        conjunction of x_t ∩ x_s has its weight). A block where no example would update
+        against the block-start weights costs one gather. `rows`: `[B, k]` the examples'
+        feature ids (`n_features` or more for absent positions). `xs`' coefficients may be
+        one `[K]` row shared by the block. Returns (new state, margins, updated flags)."""
         w = state.w
         fdt = xs.sq_norm.dtype
-        m0 = jnp.sum(xs.margin_coef.astype(w.dtype) * w[xs.ids], axis=1)
         ys = jnp.asarray(ys, fdt)
-        kbb = kbb.astype(w.dtype)
-
-        def body(dalpha, t):
-            upd, delta, m = decide(m0[t] + jnp.sum(dalpha * kbb[:, t]), ys[t],
-                                   xs.sq_norm[t], self.C, self.degree, self.textbook)
-            upd = upd & valid[t]
-            return dalpha.at[t].set(jnp.where(upd, delta, 0)), (m, upd)
-
+        coef = jnp.broadcast_to(xs.margin_coef, xs.ids.shape).astype(w.dtype)
+        m0 = jnp.sum(coef * w[xs.ids], axis=1)
         B = m0.shape[0]
-        dalpha, (ms, upds) = jax.lax.scan(body, jnp.zeros((B,), w.dtype), jnp.arange(B))
-        w = w.at[xs.ids].add(dalpha[:, None] * xs.step_coef.astype(w.dtype))
+        at = jnp.arange(B)
+        present = rows < n_features
+
+        def would_update(m, start):
+            upd, _, _ = decide(m, ys, xs.sq_norm, self.C, self.degree, self.textbook)
+            return upd & valid & (at >= start)
+
+        def pending(carry):
+            w, m, upds, start = carry
+            return jnp.any(would_update(m, start))
+
+        def update(carry):
+            w, m, upds, start = carry
+            t = jnp.argmax(would_update(m, start))
+            _, delta, _ = decide(m[t], ys[t], xs.sq_norm[t], self.C, self.degree,
+                                 self.textbook)
+            step = jnp.broadcast_to(xs.step_coef, xs.ids.shape)[t].astype(w.dtype)
+            # the last slot (conjunctions not in the table) stays 0 whatever the coefficients
+            w = w.at[xs.ids[t]].add(delta * step).at[-1].set(0)
+            shared = jnp.sum((rows[t][None, :, None] == rows[:, None, :])
+                             & present[t][None, :, None], axis=(1, 2))
+            later = at > t  # earlier margins are final: they were visited before x_t
+            m = m + jnp.where(later, delta * kernel_int(shared, self.degree, w.dtype), 0)
+            return w, m, upds.at[t].set(True), t + 1
+
+        w, m, upds, _ = jax.lax.while_loop(
+            pending, update, (w, m0, jnp.zeros((B,), bool), jnp.zeros((), at.dtype)))
+        _, _, ms = decide(m, ys, xs.sq_norm, self.C, self.degree, self.textbook)
         return ExplicitState(w, state.n_updates + jnp.sum(upds, dtype=jnp.int32)), ms, upds
 
 

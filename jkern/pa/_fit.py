@@ -49,7 +49,7 @@ from ._explicit import (
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
 from ._slice import CHUNK_VISITS, fit_split, kept_ids
-from ._split import CommonPart, block_kernel, common_part
+from ._split import CommonPart, common_part
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -179,21 +179,21 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     visits (`order`, `[chunks, size]`), the weight ids of its examples (from `kept_ids`,
     `[n, K]`, when every example's were searched once; else in one batched search), then
     blocks of `block` visits (`ExplicitPA.step_block`)."""
-    D = common.keys.shape[0]
+    # the coefficients are per position (∅, singles, pairs, ...), the same for every
+    # example: the sink id D (a conjunction not in the table) holds weight 0
+    coef = common.coefficients(jnp.zeros((common.n_ids,), jnp.int32), sq.dtype)
+    ones = jnp.ones((common.n_ids,), sq.dtype)
 
     def chunk(state, args):
         pos, valid = args
         ids = common.ids(idx[pos]) if kept_ids is None else kept_ids[pos]
-        coef = common.coefficients(ids, sq.dtype)
-        step_coef = (ids < D).astype(sq.dtype)
         pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
-        ids, coef, step_coef = (a.reshape(pos.shape + a.shape[1:])
-                                for a in (ids, coef, step_coef))
+        ids = ids.reshape(pos.shape + ids.shape[1:])
 
         def visit(state, t):
-            kbb = block_kernel(idx[pos[t]], common.n_common, learner.degree, state.w.dtype)
-            x = ExpandedInstance(ids[t], coef[t], step_coef[t], sq[pos[t]])
-            state, m, upd = learner.step_block(state, x, y[pos[t]], kbb, valid[t])
+            x = ExpandedInstance(ids[t], coef, ones, sq[pos[t]])
+            state, m, upd = learner.step_block(state, x, y[pos[t]], idx[pos[t]],
+                                               common.n_common, valid[t])
             return state, (m if record else None, upd)
 
         return jax.lax.scan(visit, state, jnp.arange(pos.shape[0]))

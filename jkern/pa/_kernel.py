@@ -133,6 +133,11 @@ def kernel_values(dots: Array, degree: int, dtype: Any) -> Array:
     return jnp.round(k).astype(dtype) if jnp.issubdtype(dtype, jnp.integer) else k
 
 
+def kernel_int(dots: Array, degree: int, dtype: Any) -> Array:
+    """(1 + dots)^d for integer counts `dots`, in `dtype`."""
+    return (1 + dots.astype(dtype)) ** degree
+
+
 def decide(m: Array, y: Array, sq_norm: Array, C: Array, degree: int, textbook: bool
            ) -> tuple[Bool[Array, ""], Array, Float[Array, ""]]:
     """PA-I's rule on a margin: (update?, Δα = y·τ in `m`'s dtype, the margin as a float).

@@ -59,7 +59,7 @@ from ._explicit import (
     largest_feature,
     rebase,
 )
-from ._kernel import claim_slot, decide
+from ._kernel import claim_slot, decide, kernel_int
 
 GROUP = 64  # index entries per chunk of the rare-feature walk
 TABLE_BYTES = 16  # one common conjunction: its int64 key and its weight
@@ -300,11 +300,6 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
                          "n_common")
     return CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
                       degree).bucketed()
-
-
-def kernel_int(dots: Array, degree: int, dtype: Any) -> Array:
-    """(1 + dots)^d for integer counts `dots`, in `dtype`."""
-    return (1 + dots.astype(dtype)) ** degree
 
 
 def block_kernel(indices: Int[Array, "B k"], n_features: int, degree: int, dtype: Any
