@@ -380,3 +380,23 @@ def test_margins_of_a_trimmed_model_span_several_chunks():
     want = ((1 + np.asarray(X.todense()) @ S.T) ** 2) @ alpha
     np.testing.assert_allclose(np.asarray(model.decision_function(X, block=4)), want,
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_unique_rows_numbers_equal_vectors_alike(monkeypatch, collide):
+    """Equal feature vectors (whatever the order of their entries) share an id, numbered by
+    first occurrence; a hash collision between different rows (forced here) falls back to
+    an exact comparison."""
+    from jkern.pa import _data
+
+    if collide:
+        monkeypatch.setattr(_data, "_row_hashes", lambda w: np.zeros(len(w), np.uint64))
+    rng = np.random.default_rng(3)
+    rows = [{int(f): float(rng.integers(1, 3)) for f in rng.choice(6, rng.integers(0, 4),
+                                                                    replace=False)}
+            for _ in range(300)]
+    rows += [dict(reversed(list(r.items()))) for r in rows[:50]]  # the same, reordered
+    uids, n_vec = unique_rows(SparseRows.from_rows(rows))
+    first: dict = {}
+    want = [first.setdefault(tuple(sorted(r.items())), len(first)) for r in rows]
+    assert uids.tolist() == want and n_vec == len(first)

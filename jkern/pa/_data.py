@@ -278,9 +278,47 @@ def unique_rows(X: SparseRows) -> tuple[np.ndarray, int]:
     idx = np.take_along_axis(idx, order, axis=1)
     val = np.take_along_axis(val, order, axis=1)
     key = np.concatenate([idx.astype(np.float64), val.astype(np.float64)], axis=1)
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    first, inverse = _distinct_rows(key)
     # renumber by first occurrence
     rank = np.empty(len(first), np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
     return rank[inverse].astype(np.int32), len(first)
+
+
+def _distinct_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the first row of each distinct row of `key`, each row's distinct-row number), as
+    `np.unique(key, axis=0, return_index=True, return_inverse=True)` up to the numbering.
+
+    Rows are hashed to 64 bits and the hashes sorted (a lexicographic sort of whole rows is
+    many times slower); rows with equal hashes are then compared in full, and a collision
+    between different rows falls back to `np.unique`, so the answer is exact."""
+    n = key.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    words = np.ascontiguousarray(key + 0.0).view(np.uint64)  # + 0.0: -0.0 is 0.0
+    h = _row_hashes(words)
+    order = np.argsort(h, kind="stable")  # equal hashes in row order: the first is first
+    hs = h[order]
+    starts = np.ones(n, bool)
+    starts[1:] = hs[1:] != hs[:-1]
+    group = np.cumsum(starts) - 1
+    lead = order[np.flatnonzero(starts)][group]  # the first row of each row's hash group
+    if not np.array_equal(words[order], words[lead]):  # a collision: exact fallback
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        return first, inverse.reshape(-1)
+    inverse = np.empty(n, np.int64)
+    inverse[order] = group
+    return order[np.flatnonzero(starts)], inverse
+
+
+def _row_hashes(words: np.ndarray) -> np.ndarray:
+    """`[n]` 64-bit hashes of `[n, w]` uint64 rows: splitmix64 of each word, salted per
+    column, summed."""
+    salt = np.random.default_rng(0x6A6B).integers(0, 2**63, size=words.shape[1],
+                                                  dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = (words ^ salt) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return np.sum(z ^ (z >> np.uint64(31)), axis=1, dtype=np.uint64)
+

@@ -302,16 +302,6 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
                       degree).bucketed()
 
 
-def block_kernel(indices: Int[Array, "B k"], n_features: int, degree: int, dtype: Any
-                 ) -> Array:
-    """`[B, B]` (1 + |x_j ∩ x_t|)^d of a block of binary rows (feature ids, `n_features` or
-    more for absent positions): the in-block corrections of the block modes."""
-    present = indices < n_features
-    shared = jnp.sum((indices[:, None, :, None] == indices[None, :, None, :])
-                     & present[:, None, :, None], axis=(2, 3))
-    return kernel_int(shared, degree, dtype)
-
-
 def positions_in(rows: Int[Array, "G k"], xs: Int[Array, "G k"], n_features: int
                  ) -> Int[Array, "G k"]:
     """1 + the position in `xs[g]` of each feature of `rows[g]` (0: absent or padding),
@@ -479,9 +469,10 @@ class SplitPA(eqx.Module):
         """B examples in order: (new state, margins, updated flags).
 
         Their margins against the model at the block start in one batched computation
-        (explicit part and split or sliced kernel part), their B × B kernel matrix, then a
-        sequential scan that adds the corrections Σ_{j<t updated} Δα_j k(x_j, x_t) and
-        decides; the updates are written at the end. `ids`: the examples' `CommonPart.ids`
+        (explicit part and split or sliced kernel part), then, while some example not yet
+        visited would update, a jump to the first one, whose update adds Δα k(x_t, x_s) to
+        the margins of the examples after it (work per update, not per pair); the updates
+        are written at the end. `ids`: the examples' `CommonPart.ids`
         when computed ahead; `mask[t] = False` skips position t (padding)."""
         B = xs.indices.shape[0]
         F, d, dt = self.n_features, self.degree, state.alpha.dtype
@@ -498,29 +489,43 @@ class SplitPA(eqx.Module):
         else:
             rare_m, walked = self._splitting_part(state, xs)
         m0 = m0 + rare_m
-        kbb = block_kernel(xs.indices, F, d, dt)
         n_x = jnp.sum(xs.indices < F, axis=1).astype(jnp.result_type(self.C))
         cap = state.alpha.shape[0]
-
         same_uid = xs.uid[:, None] == xs.uid[None, :]
+        at = jnp.arange(B)
+        present = xs.indices < F
+        ys = jnp.asarray(ys, jnp.result_type(self.C))
 
-        def body(carry, t):
-            # slot: the current slot of each block position's vector
-            dalpha, slot, n_sv, n_upd, overflow = carry
-            upd, da, m = decide(m0[t] + jnp.sum(dalpha * kbb[:, t]), ys[t], n_x[t], self.C,
-                                d, self.textbook)
-            upd = upd & mask[t]
-            ok, new, target, full = claim_slot(upd, slot[t], n_sv, cap)
-            dalpha = dalpha.at[t].set(jnp.where(ok, da, 0))
-            slot = jnp.where(same_uid[t] & ok, target, slot)
-            carry = (dalpha, slot, n_sv + new.astype(jnp.int32),
-                     n_upd + ok.astype(jnp.int32), overflow | full)
-            return carry, (m, upd, ok, target, new)
+        def would_update(m, start):
+            upd, _, _ = decide(m, ys, n_x, self.C, d, self.textbook)
+            return upd & mask & (at >= start)
 
-        carry0 = (jnp.zeros((B,), dt), state.slot[xs.uid], state.n_sv, state.n_updates,
-                  state.overflow)
-        (dalpha, slot_b, n_sv, n_upd, overflow), (ms, upds, oks, targets, news) = \
-            jax.lax.scan(body, carry0, jnp.arange(B))
+        def pending(carry):
+            return jnp.any(would_update(carry[0], carry[-1]))
+
+        def update(carry):
+            # jump to the next example that updates: those before it do not (work per
+            # update, not per pair); `slot`: the current slot of each position's vector
+            m, dalpha, slot, n_sv, n_upd, overflow, upds, oks, targets, news, start = carry
+            t = jnp.argmax(would_update(m, start))
+            _, da, _ = decide(m[t], ys[t], n_x[t], self.C, d, self.textbook)
+            ok, new, target, full = claim_slot(jnp.asarray(True), slot[t], n_sv, cap)
+            da = jnp.where(ok, da, 0)
+            shared = jnp.sum((xs.indices[t][None, :, None] == xs.indices[:, None, :])
+                             & present[t][None, :, None], axis=(1, 2))
+            m = m + jnp.where(at > t, da * kernel_int(shared, d, dt), 0)
+            return (m, dalpha.at[t].set(da), jnp.where(same_uid[t] & ok, target, slot),
+                    n_sv + new.astype(jnp.int32), n_upd + ok.astype(jnp.int32),
+                    overflow | full, upds.at[t].set(True), oks.at[t].set(ok),
+                    targets.at[t].set(target), news.at[t].set(new), t + 1)
+
+        carry0 = (m0, jnp.zeros((B,), dt), state.slot[xs.uid], state.n_sv, state.n_updates,
+                  state.overflow, jnp.zeros((B,), bool), jnp.zeros((B,), bool),
+                  jnp.full((B,), cap, jnp.int32), jnp.zeros((B,), bool),
+                  jnp.zeros((), at.dtype))
+        (m, dalpha, slot_b, n_sv, n_upd, overflow, upds, oks, targets, news, _) = \
+            jax.lax.while_loop(pending, update, carry0)
+        _, _, ms = decide(m, ys, n_x, self.C, d, self.textbook)
         slot = state.slot.at[xs.uid].set(slot_b)  # equal vectors, equal final slots
         found = coef != 0
         state = state._replace(
