@@ -1,6 +1,8 @@
-"""`fit`: PA-I over a file-ordered stream of epochs, in one of four modes, as a `Solution`.
+"""`fit`: PA-I over a file-ordered stream of epochs, in one of six modes, as a `Solution`.
 
-Modes (all the same PA-I, `_kernel`'s rule; the first three the same model):
+One driver (`fit`: the input checked, the stats and the averaged model built) and one
+learner function per way of computing the margins (`_LEARNERS`, at the end of the module).
+Modes (all the same PA-I, `_kernel`'s rule; all but `linear` the same model):
 
 - `"kernel"`: pure kernel, one example at a time (`KernelPA.step`);
 - `"block"`: exact blocks of `block_size` examples (`KernelPA.step_block`);
@@ -14,7 +16,7 @@ Modes (all the same PA-I, `_kernel`'s rule; the first three the same model):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -352,97 +354,14 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         raise InputError("exact=True needs binary features (every value 1) and float64 "
                          "(jax.config.update('jax_enable_x64', True)); pass exact=False")
 
-    extra: dict[str, Any] = {}
-    if mode in ("splitting", "slicing"):
-        if not binary:
-            raise InputError(f"mode={mode!r} needs binary features (every value 1); use "
-                             "mode='kernel' or 'block' for real values")
-        if is_traced(C):
-            raise InputError(f"mode={mode!r} sizes its index on the host between epochs: "
-                             "it cannot be vmapped or jitted over C; use mode='block'")
-        capacity = positive_int("capacity", n_vectors if capacity is None else capacity)
-        state, ms, upds, original, N = fit_split(
-            X, y, uids, n_vectors, C=C, degree=degree, epochs=epochs, textbook=textbook,
-            exact=exact, capacity=capacity, slicing=mode == "slicing", n_common=n_common,
-            memory_budget=positive_int("memory_budget", memory_budget), record=record,
-            dtype=dt, block=block_size, orders=orders if shuffle else None)
-        if bool(state.overflow):
-            raise InputError(f"capacity={capacity} support vectors is too small for this "
-                             "data: pass a larger capacity, or None (the number of distinct "
-                             f"training vectors, {n_vectors}, always suffices)")
-        k = int(state.n_sv)
-        alpha = state.alpha[:k].astype(dt) / SCALE if exact else state.alpha[:k]
-        sv = np.asarray(state.sv_indices[:k])
-        real = sv < len(original)
-        model = SupportVectorModel(
-            jnp.asarray(np.where(real, original[np.minimum(sv, len(original) - 1)], 0)),
-            jnp.asarray(real.astype(np.float64), dt), alpha, degree, X.n_features, X.ids)
-        code = jnp.where(jnp.all(jnp.isfinite(alpha)), RESULTS.successful, RESULTS.nonfinite)
-        extra["n_common"] = N
-        extra["walked"] = state.walked
-        slots, n_slots = state.slot, state.alpha.shape[0]
-    elif mode in ("kernel", "block"):
-        if capacity is None:
-            capacity = n_vectors
-        capacity = positive_int("capacity", capacity)
-        B = block_size if mode == "block" else 1
-        learner = KernelPA(C, degree=degree, textbook=textbook, exact=exact)
-        state = learner.init(capacity=capacity, width=X.indices.shape[1],
-                             n_features=X.n_features, n_vectors=n_vectors, block=B, dtype=dt)
-        data = Instance(X.indices.astype(jnp.int32), X.values, jnp.asarray(uids))
-        order, mask = _stream(orders, B)
-        state, ms, upds = _run_kernel(learner, state, data, y, jnp.asarray(order),
-                                      jnp.asarray(mask), record)
-        alpha = state.alpha.astype(dt) / SCALE if exact else state.alpha
-        finite = jnp.all(jnp.isfinite(alpha))
-        code = jnp.where(state.overflow, RESULTS.capacity_exceeded,
-                         jnp.where(finite, RESULTS.successful, RESULTS.nonfinite))
-        model: Any = SupportVectorModel(state.sv_indices, state.sv_values, alpha,
-                                        degree, X.n_features, X.ids)
-        slots, n_slots = state.slot, state.alpha.shape[0]
-        n_sv = concrete(state.n_sv)
-        overflow = concrete(state.overflow)
-        if overflow is not None and bool(overflow):
-            raise InputError(f"capacity={capacity} support vectors is too small for this "
-                             "data: pass a larger capacity, or None (the number of distinct "
-                             f"training vectors, {n_vectors}, always suffices)")
-        if n_sv is not None:
-            k = int(n_sv)
-            model = SupportVectorModel(state.sv_indices[:k], state.sv_values[:k],
-                                       alpha[:k], degree, X.n_features, X.ids)
-    else:
-        linear = mode == "linear"
-        keys = np.zeros(0, np.int64) if linear else conjunction_table(X, degree)
-        assert keys is not None
-        learner = ExplicitPA(C, degree=1 if linear else degree,
-                             textbook=textbook and not linear, exact=exact)
-        n_weights = X.n_features if linear else len(keys)
-        state = learner.init(n_weights, dtype=dt)
-        if linear:
-            data = expand(X, keys, degree=degree, linear=linear, dtype=dt)
-            order, _ = _stream(orders, 1)
-            state, ms, upds = _run_explicit(learner, state, data, y, jnp.asarray(order),
-                                            record)
-        else:
-            if not binary:
-                raise InputError("the conjunction expansion needs binary features (every "
-                                 "value 1); use mode='kernel' or 'block' for real values")
-            F = X.n_features
-            val = np.asarray(X.values)
-            idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
-            sq = jnp.asarray(np.sum(val != 0, axis=1), dt)
-            size = -(-min(CHUNK_VISITS, n * epochs) // block_size) * block_size
-            order, mask = _stream(orders, size)
-            common = common_part(X, degree, F, keys)
-            idx_j = jnp.asarray(idx, jnp.int32)
-            state, ms, upds = _run_conjunctions(
-                learner, common, state, idx_j, sq, y, jnp.asarray(order), jnp.asarray(mask),
-                record, kept_ids(common, idx_j, epochs), block_size)
-        w = state.w.astype(dt) / SCALE if exact else state.w
-        finite = jnp.all(jnp.isfinite(w))
-        code = jnp.where(finite, RESULTS.successful, RESULTS.nonfinite)
-        model = ConjunctionModel(w, keys, degree=1 if linear else degree, linear=linear,
-                                 n_features=X.n_features, ids=X.ids)
+    if mode in ("splitting", "slicing", "explicit") and not binary:
+        raise InputError(f"mode={mode!r} needs binary features (every value 1); use "
+                         "mode='kernel' or 'block' for real values")
+    problem = _Problem(X, y, C, degree, epochs, textbook, exact, dt, block_size, record,
+                       orders, shuffle, uids, n_vectors)
+    run = _LEARNERS[mode](problem, mode=mode, capacity=capacity, n_common=n_common,
+                          memory_budget=memory_budget)
+    model, ms, upds, code = run.model, run.margins, run.updated, run.code
 
     visits = n * epochs
     upds = upds.reshape(-1)[:visits].reshape(epochs, n)
@@ -467,7 +386,8 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
                                textbook and not linear, exact, dt)
         if isinstance(model, SupportVectorModel):
             # slot -1 (never updated, so its share is 0) is dropped
-            alpha = jax.ops.segment_sum(share, slots[uid_of], num_segments=n_slots)
+            assert run.slots is not None
+            alpha = jax.ops.segment_sum(share, run.slots[uid_of], num_segments=run.n_slots)
             model = eqx.tree_at(lambda mdl: mdl.alpha, model, alpha[:model.alpha.shape[-1]])
         else:
             rows = (np.arange(n) if is_traced(share)
@@ -477,5 +397,151 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             weights = jnp.zeros_like(model.weights).at[e.ids].add(
                 share[rows][:, None] * e.step_coef)
             model = eqx.tree_at(lambda mdl: mdl.weights, model, weights)
-    stats.update(extra)
+    stats.update(run.stats)
     return Solution(model, code.astype(jnp.int32), stats).check(throw)
+
+
+# --------------------------------------------------------------------------- the learners
+# One function per way of computing the margins, behind `fit`'s one driver (which checks the
+# input and builds the stats and the averaged model): each trains on a `_Problem` and
+# returns a `_Run`.
+
+
+class _Problem(NamedTuple):
+    """A checked training problem: rows (compact ids), ±1 labels, C, the visiting orders
+    (`[epochs, n]`) and the vector ids of the rows (`unique_rows`)."""
+
+    X: SparseRows
+    y: Array
+    C: Array
+    degree: int
+    epochs: int
+    textbook: bool
+    exact: bool
+    dtype: Any
+    block: int
+    record: bool
+    orders: np.ndarray
+    shuffle: bool
+    uids: np.ndarray
+    n_vectors: int
+
+
+class _Run(NamedTuple):
+    """What a learner returns: its model, every visit's margin (with `record`) and update
+    flag (flat, in visiting order, padding after), the result code, the slot of each
+    vector id and the number of slots (support-vector modes: the averaged model's), and
+    its own stats."""
+
+    model: Any
+    margins: Array | None
+    updated: Array
+    code: Array
+    slots: Array | None = None
+    n_slots: int = 0
+    stats: dict[str, Any] = {}
+
+
+def _capacity_error(capacity: int, n_vectors: int) -> InputError:
+    return InputError(f"capacity={capacity} support vectors is too small for this data: "
+                      "pass a larger capacity, or None (the number of distinct training "
+                      f"vectors, {n_vectors}, always suffices)")
+
+
+def _fit_split(p: _Problem, *, mode: str, capacity: int | None, n_common: int | None,
+               memory_budget: int) -> _Run:
+    """Kernel splitting or slicing (`_split`, `_slice`), on the host's frequency
+    renumbering; the model in X's ids."""
+    if is_traced(p.C):
+        raise InputError(f"mode={mode!r} sizes its index on the host between epochs: "
+                         "it cannot be vmapped or jitted over C; use mode='block'")
+    capacity = positive_int("capacity", p.n_vectors if capacity is None else capacity)
+    state, ms, upds, original, N = fit_split(
+        p.X, p.y, p.uids, p.n_vectors, C=p.C, degree=p.degree, epochs=p.epochs,
+        textbook=p.textbook, exact=p.exact, capacity=capacity, slicing=mode == "slicing",
+        n_common=n_common, memory_budget=positive_int("memory_budget", memory_budget),
+        record=p.record, dtype=p.dtype, block=p.block,
+        orders=p.orders if p.shuffle else None)
+    if bool(state.overflow):
+        raise _capacity_error(capacity, p.n_vectors)
+    k = int(state.n_sv)
+    alpha = state.alpha[:k].astype(p.dtype) / SCALE if p.exact else state.alpha[:k]
+    sv = np.asarray(state.sv_indices[:k])
+    real = sv < len(original)
+    model = SupportVectorModel(
+        jnp.asarray(np.where(real, original[np.minimum(sv, len(original) - 1)], 0)),
+        jnp.asarray(real.astype(np.float64), p.dtype), alpha, p.degree, p.X.n_features,
+        p.X.ids)
+    code = jnp.where(jnp.all(jnp.isfinite(alpha)), RESULTS.successful, RESULTS.nonfinite)
+    return _Run(model, ms, upds, code, state.slot, state.alpha.shape[0],
+                {"n_common": N, "walked": state.walked})
+
+
+def _fit_kernel(p: _Problem, *, mode: str, capacity: int | None, **_: Any) -> _Run:
+    """The pure kernel (one example at a time) or exact blocks (`KernelPA`); traceable in
+    C (vmap over a grid)."""
+    capacity = positive_int("capacity", p.n_vectors if capacity is None else capacity)
+    B = p.block if mode == "block" else 1
+    X = p.X
+    learner = KernelPA(p.C, degree=p.degree, textbook=p.textbook, exact=p.exact)
+    state = learner.init(capacity=capacity, width=X.indices.shape[1],
+                         n_features=X.n_features, n_vectors=p.n_vectors, block=B,
+                         dtype=p.dtype)
+    data = Instance(X.indices.astype(jnp.int32), X.values, jnp.asarray(p.uids))
+    order, mask = _stream(p.orders, B)
+    state, ms, upds = _run_kernel(learner, state, data, p.y, jnp.asarray(order),
+                                  jnp.asarray(mask), p.record)
+    alpha = state.alpha.astype(p.dtype) / SCALE if p.exact else state.alpha
+    finite = jnp.all(jnp.isfinite(alpha))
+    code = jnp.where(state.overflow, RESULTS.capacity_exceeded,
+                     jnp.where(finite, RESULTS.successful, RESULTS.nonfinite))
+    model = SupportVectorModel(state.sv_indices, state.sv_values, alpha, p.degree,
+                               X.n_features, X.ids)
+    n_sv = concrete(state.n_sv)
+    overflow = concrete(state.overflow)
+    if overflow is not None and bool(overflow):
+        raise _capacity_error(capacity, p.n_vectors)
+    if n_sv is not None:  # concrete: the model keeps the slots in use
+        k = int(n_sv)
+        model = SupportVectorModel(state.sv_indices[:k], state.sv_values[:k], alpha[:k],
+                                   p.degree, X.n_features, X.ids)
+    return _Run(model, ms, upds, code, state.slot, state.alpha.shape[0])
+
+
+def _fit_explicit(p: _Problem, *, mode: str, **_: Any) -> _Run:
+    """Linear PA-I on the conjunction expansion (`explicit`, binary features, exact blocks
+    over every example's conjunction ids) or on the primitive features (`linear`)."""
+    X = p.X
+    linear = mode == "linear"
+    keys = np.zeros(0, np.int64) if linear else conjunction_table(X, p.degree)
+    assert keys is not None
+    learner = ExplicitPA(p.C, degree=1 if linear else p.degree,
+                         textbook=p.textbook and not linear, exact=p.exact)
+    state = learner.init(X.n_features if linear else len(keys), dtype=p.dtype)
+    if linear:
+        data = expand(X, keys, degree=p.degree, linear=True, dtype=p.dtype)
+        order, _ = _stream(p.orders, 1)
+        state, ms, upds = _run_explicit(learner, state, data, p.y, jnp.asarray(order),
+                                        p.record)
+    else:
+        F = X.n_features
+        val = np.asarray(X.values)
+        idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
+        sq = jnp.asarray(np.sum(val != 0, axis=1), p.dtype)
+        n = len(val)
+        size = -(-min(CHUNK_VISITS, n * p.epochs) // p.block) * p.block
+        order, mask = _stream(p.orders, size)
+        common = common_part(X, p.degree, F, keys)
+        idx_j = jnp.asarray(idx, jnp.int32)
+        state, ms, upds = _run_conjunctions(
+            learner, common, state, idx_j, sq, p.y, jnp.asarray(order), jnp.asarray(mask),
+            p.record, kept_ids(common, idx_j, p.epochs), p.block)
+    w = state.w.astype(p.dtype) / SCALE if p.exact else state.w
+    code = jnp.where(jnp.all(jnp.isfinite(w)), RESULTS.successful, RESULTS.nonfinite)
+    model = ConjunctionModel(w, keys, degree=1 if linear else p.degree, linear=linear,
+                             n_features=X.n_features, ids=X.ids)
+    return _Run(model, ms, upds, code)
+
+
+_LEARNERS = {"kernel": _fit_kernel, "block": _fit_kernel, "splitting": _fit_split,
+             "slicing": _fit_split, "explicit": _fit_explicit, "linear": _fit_explicit}

@@ -28,9 +28,10 @@ of one; `fit` scans blocks):
   fixed chunks of `GROUP` entries (a `fori_loop` over ceil(entries / GROUP) chunks; an
   entry's overlap with its example by comparing their k feature ids pairwise) and
   counts a support vector once, at the first of x's rare features it holds;
-- a block's margins are computed against the model at the block start; a sequential scan
-  then adds the in-block corrections Σ_{j<t updated} Δα_j (1 + |x_j ∩ x_t|)^d and decides
-  (the exact block mode of `_kernel`), and the updates are written at the block's end.
+- a block's margins are computed against the model at the block start; a loop then jumps
+  from each example that updates to the next (the examples between do not), adding
+  Δα_t (1 + |x_t ∩ x_s|)^d to the margins of the examples after it, so the in-block work
+  follows the updates, not the B² pairs; the updates are written at the block's end.
 
 N: given (`n_common`), or the largest 2^i − 1 whose conjunction table fits a memory budget
 (`choose_n_common`, opal's halving rule: 16 bytes a conjunction, key and weight).
