@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from .._cache import filter_jit
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique
@@ -241,16 +242,68 @@ class ConjunctionModel(eqx.Module):
         return expand(X, keys, degree=self.degree, linear=self.linear,
                       n_features=self.n_features, dtype=self.weights.dtype)
 
-    def decision_function(self, X: SparseRows) -> Float[Array, " m *batch"]:
+    def decision_function(self, X: SparseRows, *, block: int = 4096
+                          ) -> Float[Array, " m *batch"]:
+        """The margins of `X`'s rows. One model in conjunction mode: `block` rows per step
+        of one jitted call, each row's conjunctions searched in the sorted keys on the
+        device (memory per block, not per data set); linear mode or a vmapped batch of
+        models: expanded on the host."""
         self = finite_model(self)
+        if not self.linear and self.weights.ndim == 1:
+            return self._blocked_margins(X, block)
         e = self.expand(X)
         w = self.weights.astype(e.margin_coef.dtype)
         out = jnp.einsum("mk,...mk->...m", e.margin_coef, w[..., e.ids])
         return jnp.moveaxis(out, 0, -1) if out.ndim > 1 else out
 
+    def _blocked_margins(self, X: SparseRows, block: int) -> Float[Array, " m"]:
+        from ._split import CommonPart  # _split builds on this module
+
+        if not isinstance(X, SparseRows):
+            raise InputError(f"X must be a jkern.SparseRows, got {type(X).__name__}")
+        X, _ = X.aligned(self.ids, self.n_features)
+        val = np.asarray(X.values)
+        if not np.all((val == 0) | (val == 1)):
+            raise InputError("the conjunction expansion needs binary features (every value "
+                             "1); use mode='kernel' or 'block' for real values")
+        m = len(X)
+        if m == 0:
+            return jnp.zeros((0,), self.weights.dtype)
+        F = self.n_features
+        idx = np.asarray(X.indices)
+        known = (val != 0) & (idx >= 0) & (idx < F)
+        idx = np.sort(np.where(known, idx, F), axis=1)
+        width = -(-int(known.sum(axis=1).max(initial=0)) // 4) * 4  # shared programs
+        idx = idx[:, :width] if idx.shape[1] >= width else np.pad(
+            idx, ((0, 0), (0, width - idx.shape[1])), constant_values=F)
+        keys = np.asarray(self.keys).astype(np.int64)
+        big = _base(F, self.degree) ** self.degree >= 2 ** 31
+        table = CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), F, width,
+                           self.degree).bucketed()
+        B = max(1, min(block, m))
+        idx = np.pad(idx, ((0, -m % B), (0, 0)), constant_values=F)
+        out = _conjunction_margins(self.weights, table,
+                                   jnp.asarray(idx.reshape(-1, B, width), jnp.int32))
+        return out.reshape(-1)[:m]
+
     def predict(self, X: SparseRows) -> Int[Array, " m *batch"]:
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))
+
+
+@filter_jit
+def _conjunction_margins(weights, table, idx):
+    """Σ c_|U| w_U over each row's conjunctions (`idx`: `[blocks, B, width]` sorted
+    feature ids, `table.n_common` for none), block by block."""
+    D = table.keys.shape[0]
+
+    def one(rows):
+        # searched once: without the barrier XLA may fuse the search into both consumers
+        ids = jax.lax.optimization_barrier(table.ids(rows))
+        coef = table.coefficients(ids, weights.dtype)
+        return jnp.sum(coef * weights[jnp.minimum(ids, D)], axis=1)
+
+    return jax.lax.map(one, idx)
 
 
 def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None,
