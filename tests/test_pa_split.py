@@ -4,6 +4,7 @@ bit (exact mode) at d = 1, 2, 3 on random, synthetic and boundary vectors, for s
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from data_paths import SHARED_DATA, require
@@ -268,3 +269,31 @@ def test_every_mode_matches_reference(ud_head, dataset, degree):
         lin = pa_reference(_rows(X), y.tolist(), epochs=EPOCHS, mode="linear", exact=True)
         sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True)
         _check_same(sol, lin, alpha=False, support=False, atol=0)
+
+
+@pytest.mark.parametrize("layout", ["hashed", "high_bits", "none"])
+def test_common_part_finds_every_key_and_no_other(layout):
+    """`CommonPart.find` gives each key's position in the sorted table, with buckets by a
+    hash of the key (`bucketed()`), with the high-bit buckets that tables saved before the
+    hash carry, and with no buckets; an absent key lands on another key."""
+    from jkern.pa import CommonPart
+
+    rng = np.random.default_rng(7)
+    # clustered keys, as conjunction keys of frequency-ordered features are
+    keys = np.unique(np.concatenate([rng.integers(0, 5_000, 3_000),
+                                     rng.integers(0, 2**40, 3_000)]))
+    part = CommonPart(jnp.asarray(keys), 10, 3, 2)
+    if layout == "hashed":
+        part = part.bucketed()
+        assert part.hashed_keys is not None and part.probes <= 5
+    elif layout == "high_bits":
+        top = int(keys[-1]) + 1
+        shift = max(0, (top - 1).bit_length() - (len(keys) - 1).bit_length())
+        start = np.searchsorted(keys, np.arange(((top - 1) >> shift) + 2) << shift)
+        part = CommonPart(part.keys, 10, 3, 2, jnp.asarray(start, jnp.int32), shift,
+                          int(np.diff(start).max()).bit_length())
+    absent = np.setdiff1d(np.concatenate([keys + 1, keys - 1, [2**41]]), keys)
+    pos = np.asarray(part.find(jnp.asarray(keys)))
+    assert np.array_equal(pos, np.arange(len(keys)))
+    pos = np.asarray(part.find(jnp.asarray(absent)))
+    assert not np.any(keys[pos] == absent)
