@@ -320,5 +320,5 @@ def _row_hashes(words: np.ndarray) -> np.ndarray:
         z = (words ^ salt) + np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return np.sum(z ^ (z >> np.uint64(31)), axis=1, dtype=np.uint64)
+        return np.asarray(np.sum(z ^ (z >> np.uint64(31)), axis=1, dtype=np.uint64))
 

@@ -477,7 +477,7 @@ def _fit_split(p: _Problem, *, mode: str, capacity: int | None, n_common: int | 
                 {"n_common": N, "walked": state.walked})
 
 
-def _fit_kernel(p: _Problem, *, mode: str, capacity: int | None, **_: Any) -> _Run:
+def _fit_kernel(p: _Problem, *, mode: str, capacity: int | None, **unused: Any) -> _Run:
     """The pure kernel (one example at a time) or exact blocks (`KernelPA`); traceable in
     C (vmap over a grid)."""
     capacity = positive_int("capacity", p.n_vectors if capacity is None else capacity)
@@ -508,7 +508,7 @@ def _fit_kernel(p: _Problem, *, mode: str, capacity: int | None, **_: Any) -> _R
     return _Run(model, ms, upds, code, state.slot, state.alpha.shape[0])
 
 
-def _fit_explicit(p: _Problem, *, mode: str, **_: Any) -> _Run:
+def _fit_explicit(p: _Problem, *, mode: str, **unused: Any) -> _Run:
     """Linear PA-I on the conjunction expansion (`explicit`, binary features, exact blocks
     over every example's conjunction ids) or on the primitive features (`linear`)."""
     X = p.X
