@@ -209,7 +209,7 @@ def test_ensure_room_keeps_the_index_and_makes_room():
 
     from jkern.pa import SplitPA
     from jkern.pa._slice import ensure_room
-    from jkern.pa._split import CommonPart
+    from jkern.pa._table import CommonPart
 
     common = CommonPart(jnp.zeros((1,), jnp.int32), 0, 0, 2)
     learner = SplitPA(jnp.asarray(1.0), common, n_features=3, slicing=True)

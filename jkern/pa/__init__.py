@@ -15,7 +15,6 @@ from ._explicit import ConjunctionModel as ConjunctionModel
 from ._explicit import ExpandedInstance as ExpandedInstance
 from ._explicit import ExplicitPA as ExplicitPA
 from ._explicit import ExplicitState as ExplicitState
-from ._explicit import conjunction_coefficients as conjunction_coefficients
 from ._explicit import conjunction_table as conjunction_table
 from ._explicit import expand as expand
 from ._fit import MODES as MODES
@@ -32,12 +31,13 @@ from ._pke import ExpandedModel as ExpandedModel
 from ._pke import expand_support_vectors as expand_support_vectors
 from ._slice import prefix_nodes as prefix_nodes
 from ._split import GROUP as GROUP
-from ._split import CommonPart as CommonPart
 from ._split import SplitInstance as SplitInstance
 from ._split import SplitPA as SplitPA
 from ._split import SplitState as SplitState
 from ._split import choose_n_common as choose_n_common
 from ._synthetic import conjunctive_concepts as conjunctive_concepts
+from ._table import CommonPart as CommonPart
+from ._table import conjunction_coefficients as conjunction_coefficients
 
 __all__ = [
     "FeatureOrder",

@@ -43,21 +43,7 @@ from .._unique import merge_unique, sorted_unique
 from .._validate import finite_model
 from ..errors import InputError
 from ._kernel import decide, kernel_int
-
-
-def conjunction_coefficients(degree: int) -> tuple[int, ...]:
-    """c_0..c_d with (1 + n)^d = Σ_j c_j C(n, j) for every integer n ≥ 0.
-
-    >>> conjunction_coefficients(2), conjunction_coefficients(3)
-    ((1, 3, 2), (1, 7, 12, 6))
-    """
-
-    def stirling2(k: int, j: int) -> int:
-        return sum((-1) ** i * math.comb(j, i) * (j - i) ** k for i in range(j + 1)) // \
-            math.factorial(j)
-
-    return tuple(sum(math.comb(degree, k) * math.factorial(j) * stirling2(k, j)
-                     for k in range(j, degree + 1)) for j in range(degree + 1))
+from ._table import CommonPart, conjunction_coefficients
 
 
 def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int,
@@ -257,8 +243,6 @@ class ConjunctionModel(eqx.Module):
         return jnp.moveaxis(out, 0, -1) if out.ndim > 1 else out
 
     def _blocked_margins(self, X: SparseRows, block: int) -> Float[Array, " m"]:
-        from ._split import CommonPart  # _split builds on this module
-
         if not isinstance(X, SparseRows):
             raise InputError(f"X must be a jkern.SparseRows, got {type(X).__name__}")
         X, _ = X.aligned(self.ids, self.n_features)

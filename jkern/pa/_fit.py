@@ -51,7 +51,8 @@ from ._explicit import (
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
 from ._slice import CHUNK_VISITS, fit_split, kept_ids
-from ._split import CommonPart, common_part
+from ._split import common_part
+from ._table import CommonPart
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 

@@ -32,7 +32,7 @@ from .._sparse import FeatureIds, SparseRows
 from .._validate import finite_model
 from ..errors import InputError
 from ._explicit import _base, _conjunction_keys
-from ._split import CommonPart
+from ._table import CommonPart
 
 
 class ExpandedModel(eqx.Module):

@@ -37,7 +37,6 @@ from .._cache import filter_jit
 from .._sparse import SparseRows
 from ._data import frequency_order
 from ._split import (
-    CommonPart,
     SplitInstance,
     SplitPA,
     SplitState,
@@ -46,6 +45,7 @@ from ._split import (
     first_rows,
     posting_starts,
 )
+from ._table import CommonPart
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
 IDS_BYTES = 2**30  # keep every example's conjunction ids when they fit

@@ -39,8 +39,6 @@ N: given (`n_common`), or the largest 2^i − 1 whose conjunction table fits a m
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -54,13 +52,13 @@ from ..errors import InputError
 from ._explicit import (
     BITMAP_KEYS,
     _base,
-    conjunction_coefficients,
     conjunction_table,
     distinct_keys,
     largest_feature,
     rebase,
 )
 from ._kernel import claim_slot, decide, kernel_int
+from ._table import CommonPart
 
 GROUP = 64  # index entries per chunk of the rare-feature walk
 TABLE_BYTES = 16  # one common conjunction: its int64 key and its weight
@@ -181,147 +179,6 @@ def posting_starts(X: SparseRows, first_rows: np.ndarray, n_common: int, *,
     rare = (val != 0) & (idx >= n_common)
     counts = np.bincount(idx[rare], minlength=X.n_features) * per_row
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
-def combinations(width: int, degree: int) -> tuple[np.ndarray, ...]:
-    """Static position combinations of sizes 1..d over the first `width` positions."""
-    return tuple(np.asarray(list(itertools.combinations(range(width), j)), np.int32)
-                 .reshape(-1, j) for j in range(1, degree + 1))
-
-
-class CommonPart(eqx.Module):
-    """The explicit part: keys of the common conjunctions and how to find an example's.
-
-    A key is found by a binary search in its bucket, or, with no buckets, in the whole
-    table. `bucketed()` adds buckets by a hash of the key (`hashed_keys`: the keys in bucket
-    order, `hashed_pos`: their positions in `keys`): between one and two keys per bucket
-    whatever the keys' distribution, so about four probes. (Tables saved before the hash
-    have buckets of the keys' high bits, which conjunction keys of frequency-ordered
-    features fill very unevenly: 15 probes for UD's degree-3 table; they still load.)
-
-    Attributes:
-        keys: `[D]` sorted keys Σ_i (f_i + 1) base^i of the common conjunctions (∅ = 0).
-        bucket_start: `[n_buckets + 1]` where the keys of each bucket start (in
-            `hashed_keys`; in `keys` for high-bit buckets), or None (search the whole table).
-        n_common: N (static); base = N + 1.
-        width: positions of a row that can hold common features (static).
-        degree: d (static).
-        shift: hashed: the bits of the bucket number; else the bits below it (static).
-        probes: binary-search steps that find a key in its bucket (static).
-        hashed_keys: `[D]` the keys ordered by (bucket, key), or None (high-bit buckets).
-        hashed_pos: `[D]` the position in `keys` of each of `hashed_keys`.
-    """
-
-    keys: Int[Array, " D"]
-    n_common: int = eqx.field(static=True)
-    width: int = eqx.field(static=True)
-    degree: int = eqx.field(static=True)
-    bucket_start: Int[Array, " nb1"] | None = None
-    shift: int = eqx.field(static=True, default=0)
-    probes: int = eqx.field(static=True, default=0)
-    hashed_keys: Int[Array, " D"] | None = None
-    hashed_pos: Int[Array, " D"] | None = None
-
-    @property
-    def n_ids(self) -> int:
-        """K: the conjunctions of ≤ d of `width` positions (∅ included), `ids`' last axis."""
-        return n_conjunctions(self.width, self.degree)
-
-    def bucketed(self) -> CommonPart:
-        """This table with buckets of a hash of its keys (host): between one and two keys
-        per bucket, so a bucket's binary search takes about four probes."""
-        keys = np.asarray(self.keys)
-        D = len(keys)
-        bits = max(1, D.bit_length() - 1)  # 2^bits buckets, D/2 < 2^bits <= D
-        bucket = _bucket_of(keys, bits).astype(np.int64)
-        # by bucket, then by key (keys sorted): one sort of (bucket, position) pairs, many
-        # times faster than a stable argsort
-        order = np.sort((bucket << 32) | np.arange(D, dtype=np.int64)) & 0xFFFFFFFF
-        start = np.zeros((1 << bits) + 1, np.int64)
-        np.cumsum(np.bincount(bucket, minlength=1 << bits), out=start[1:])
-        probes = int(np.diff(start).max(initial=0)).bit_length()
-        return CommonPart(self.keys, self.n_common, self.width, self.degree,
-                          jnp.asarray(start, jnp.int32), bits, probes,
-                          jnp.asarray(keys[order], self.keys.dtype),
-                          jnp.asarray(order, jnp.int32))
-
-    def with_width(self, width: int) -> CommonPart:
-        """The same table searched over `width` positions of a row."""
-        return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
-                          self.shift, self.probes, self.hashed_keys, self.hashed_pos)
-
-    def find(self, key: Array) -> Array:
-        """The position of each key in the table (of some other key where absent:
-        compare)."""
-        D = self.keys.shape[0]
-        if self.bucket_start is None:
-            return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1)
-        n_buckets = self.bucket_start.shape[0] - 1
-        if self.hashed_keys is not None:
-            table = self.hashed_keys
-            b = _bucket_of(key, self.shift)
-        else:
-            table = self.keys
-            b = jnp.clip(key >> self.shift, 0, n_buckets - 1)  # beyond the table: absent
-        lo, hi = self.bucket_start[b], self.bucket_start[b + 1]
-        for _ in range(self.probes):  # lower bound of key in table[lo:hi]
-            mid = (lo + hi) >> 1
-            below = table[jnp.minimum(mid, D - 1)] < key
-            open_ = lo < hi
-            lo = jnp.where(open_ & below, mid + 1, lo)
-            hi = jnp.where(open_ & ~below, mid, hi)
-        lo = jnp.minimum(lo, D - 1)
-        return lo if self.hashed_pos is None else self.hashed_pos[lo]
-
-    def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
-        """The weight ids of x's common conjunctions (∅ first, then by size over the static
-        position combinations); conjunctions not in the table get the sink id D. A batch
-        of rows is one vectorized search (done ahead of the sequential scan)."""
-        D = self.keys.shape[0]
-        base = self.n_common + 1
-        f = indices[..., :self.width]
-        common = f < self.n_common
-        keys = [jnp.zeros(f.shape[:-1] + (1,), self.keys.dtype)]  # ∅
-        oks = [jnp.ones(f.shape[:-1] + (1,), bool)]
-        for j, combo in enumerate(combinations(self.width, self.degree), 1):
-            if combo.size == 0:
-                break
-            fs = f[..., combo].astype(self.keys.dtype)  # [..., nc, j], ascending
-            oks.append(jnp.all(common[..., combo], axis=-1))
-            digits = jnp.stack([(fs[..., i] + 1) * base ** i for i in range(j)])
-            keys.append(jnp.sum(digits, axis=0, dtype=self.keys.dtype))
-        # one search for all sizes, on keys computed once (not re-fused into every probe)
-        key = jax.lax.optimization_barrier(jnp.concatenate(keys, axis=-1))
-        ok = jnp.concatenate(oks, axis=-1)
-        pos = self.find(key)
-        return jnp.where(ok & (self.keys[pos] == key), pos, D).astype(jnp.int32)
-
-    def coefficients(self, ids: Int[Array, " K"], dtype: Any) -> Array:
-        """c_|U| for each id from `ids` (0 for the sink)."""
-        c = conjunction_coefficients(self.degree)
-        sizes = [0] + [j for j, combo in enumerate(combinations(self.width, self.degree), 1)
-                       for _ in range(combo.shape[0])]
-        col = jnp.asarray(np.asarray(c)[np.asarray(sizes, np.int64)], dtype)
-        return jnp.where(ids < self.keys.shape[0], col, 0)
-
-
-def _bucket_of(key: Any, bits: int) -> Any:
-    """The top `bits` bits of a 64-bit (or, for int32 keys, 32-bit) mix of `key` (MurmurHash3's
-    finalizer), the same on the host (NumPy) and in JAX."""
-    xp = jnp if isinstance(key, jax.Array) else np
-    wide = key.dtype.itemsize == 8
-    u = xp.uint64 if wide else xp.uint32
-    x = key.astype(u)
-    consts = ((33, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53) if wide
-              else (16, 0x85EBCA6B, 0xC2B2AE35))
-    r, m1, m2 = consts
-    with np.errstate(over="ignore"):
-        x = x ^ (x >> u(r))
-        x = x * u(m1)
-        x = x ^ (x >> u(r if wide else 13))
-        x = x * u(m2)
-        x = x ^ (x >> u(r))
-    return (x >> u(8 * key.dtype.itemsize - bits)).astype(xp.int32 if bits < 31 else xp.int64)
 
 
 def common_part(Xf: SparseRows, degree: int, n_common: int,
@@ -605,8 +462,3 @@ def first_rows(uids: np.ndarray, n_vectors: int) -> np.ndarray:
     _, first = np.unique(uids, return_index=True)
     assert len(first) == n_vectors
     return first
-
-
-def n_conjunctions(width: int, degree: int) -> int:
-    """Σ_{j ≤ d} C(width, j): the conjunctions of ≤ d of `width` positions, ∅ included."""
-    return sum(math.comb(width, j) for j in range(degree + 1))
