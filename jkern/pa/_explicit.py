@@ -170,26 +170,29 @@ class ExplicitPA(eqx.Module):
             return upd & valid & (at >= start)
 
         def pending(carry):
-            w, m, upds, start = carry
+            m, dalpha, upds, start = carry
             return jnp.any(would_update(m, start))
 
         def update(carry):
-            w, m, upds, start = carry
+            m, dalpha, upds, start = carry
             t = jnp.argmax(would_update(m, start))
             _, delta, _ = decide(m[t], ys[t], xs.sq_norm[t], self.C, self.degree,
                                  self.textbook)
-            step = jnp.broadcast_to(xs.step_coef, xs.ids.shape)[t].astype(w.dtype)
-            # the last slot (conjunctions not in the table) stays 0 whatever the coefficients
-            w = w.at[xs.ids[t]].add(delta * step).at[-1].set(0)
             shared = jnp.sum((rows[t][None, :, None] == rows[:, None, :])
                              & present[t][None, :, None], axis=(1, 2))
             later = at > t  # earlier margins are final: they were visited before x_t
             m = m + jnp.where(later, delta * kernel_int(shared, self.degree, w.dtype), 0)
-            return w, m, upds.at[t].set(True), t + 1
+            return m, dalpha.at[t].set(delta), upds.at[t].set(True), t + 1
 
-        w, m, upds, _ = jax.lax.while_loop(
-            pending, update, (w, m0, jnp.zeros((B,), bool), jnp.zeros((), at.dtype)))
+        # the loop carries the block's margins and steps only, never the weights: under
+        # jax.vmap a while_loop selects its whole carry at every iteration
+        m, dalpha, upds, _ = jax.lax.while_loop(
+            pending, update, (m0, jnp.zeros((B,), w.dtype), jnp.zeros((B,), bool),
+                              jnp.zeros((), at.dtype)))
         _, _, ms = decide(m, ys, xs.sq_norm, self.C, self.degree, self.textbook)
+        step = jnp.broadcast_to(xs.step_coef, xs.ids.shape).astype(w.dtype)
+        # the last slot (conjunctions not in the table) stays 0 whatever the coefficients
+        w = w.at[xs.ids].add(dalpha[:, None] * step).at[-1].set(0)
         return ExplicitState(w, state.n_updates + jnp.sum(upds, dtype=jnp.int32)), ms, upds
 
 
