@@ -36,14 +36,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._cache import filter_jit
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique
 from .._validate import finite_model
 from ..errors import InputError
 from ._kernel import decide, kernel_int
-from ._table import CommonPart, conjunction_coefficients
+from ._table import CommonPart, conjunction_coefficients, table_margins
 
 
 def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int,
@@ -259,38 +258,20 @@ class ConjunctionModel(eqx.Module):
         F = self.n_features
         idx = np.asarray(X.indices)
         known = (val != 0) & (idx >= 0) & (idx < F)
-        idx = np.sort(np.where(known, idx, F), axis=1)
         width = -(-int(known.sum(axis=1).max(initial=0)) // 4) * 4  # shared programs
-        idx = idx[:, :width] if idx.shape[1] >= width else np.pad(
-            idx, ((0, 0), (0, width - idx.shape[1])), constant_values=F)
-        keys = np.asarray(self.keys).astype(np.int64)
-        big = _base(F, self.degree) ** self.degree >= 2 ** 31
-        table = CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), F, width,
-                           self.degree).bucketed()
+        # rows padded to whole blocks and to at least `width` columns (`table_margins` sorts
+        # each row's features and enumerates the conjunctions of its first `width`)
         B = max(1, min(block, m))
-        idx = np.pad(idx, ((0, -m % B), (0, 0)), constant_values=F)
-        out = _conjunction_margins(self.weights, table,
-                                   jnp.asarray(idx.reshape(-1, B, width), jnp.int32))
+        idx = np.pad(np.where(known, idx, F), ((0, -m % B), (0, max(0, width - idx.shape[1]))),
+                     constant_values=F).reshape(-1, B, max(width, idx.shape[1]))
+        table = CommonPart.of(np.asarray(self.keys).astype(np.int64), F, width, self.degree)
+        out = table_margins(jnp.arange(F), self.weights, table, F, jnp.asarray(idx, jnp.int32),
+                            jnp.asarray(idx < F))
         return out.reshape(-1)[:m]
 
     def predict(self, X: SparseRows) -> Int[Array, " m *batch"]:
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))
-
-
-@filter_jit
-def _conjunction_margins(weights, table, idx):
-    """Σ c_|U| w_U over each row's conjunctions (`idx`: `[blocks, B, width]` sorted
-    feature ids, `table.n_common` for none), block by block."""
-    D = table.keys.shape[0]
-
-    def one(rows):
-        # searched once: without the barrier XLA may fuse the search into both consumers
-        ids = jax.lax.optimization_barrier(table.ids(rows))
-        coef = table.coefficients(ids, weights.dtype)
-        return jnp.sum(coef * weights[jnp.minimum(ids, D)], axis=1)
-
-    return jax.lax.map(one, idx)
 
 
 def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None,

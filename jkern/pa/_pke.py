@@ -26,13 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._cache import filter_jit
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._validate import finite_model
 from ..errors import InputError
 from ._explicit import _base, _conjunction_keys
-from ._table import CommonPart
+from ._table import CommonPart, table_margins
 
 
 class ExpandedModel(eqx.Module):
@@ -95,7 +94,7 @@ class ExpandedModel(eqx.Module):
         cols = max(0, width - val.shape[1])
         idx = np.pad(np.asarray(X.indices), ((0, pad), (0, cols)))
         val = np.pad(val, ((0, pad), (0, cols)))
-        out = _expanded_margins(self.rank, self.weights, table, self.n_features,
+        out = table_margins(self.rank, self.weights, table, self.n_features,
                                 jnp.asarray(idx.reshape(-1, B, idx.shape[1]), jnp.int32),
                                 jnp.asarray(val.reshape(-1, B, val.shape[1]) != 0))
         return out.reshape(-1)[:m]
@@ -103,23 +102,6 @@ class ExpandedModel(eqx.Module):
     def predict(self, X: SparseRows) -> Int[Array, " m"]:
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))
-
-
-@filter_jit
-def _expanded_margins(rank, weights, table: CommonPart, n_features: int, idx, present):
-    N = table.n_common
-    D = table.keys.shape[0]
-
-    def one(args):
-        i, p = args
-        known = p & (i >= 0) & (i < n_features)
-        r = jnp.where(known, rank[jnp.where(known, i, 0)], N)
-        r = jnp.sort(r, axis=1)  # in-model features first (ranks < N), most frequent first
-        ids = table.ids(r)
-        coef = table.coefficients(ids, weights.dtype)
-        return jnp.sum(coef * weights[jnp.minimum(ids, D)], axis=1)
-
-    return jax.lax.map(one, (idx, present))
 
 
 def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.ndarray,
@@ -161,8 +143,7 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     all_w = np.concatenate(weight_parts) if weight_parts else np.zeros(1)
     keys, inv = np.unique(all_keys, return_inverse=True)
     w = np.bincount(inv, weights=all_w, minlength=len(keys))
-    table = CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), N, width,
-                        degree).bucketed()
+    table = CommonPart.of(keys, N, width, degree)
     dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32  # pyright: ignore
     return ExpandedModel(jnp.asarray(np.minimum(rank, N), jnp.int32),
                          jnp.asarray(np.concatenate([w, [0.0]]), dtype), table, n_features,

@@ -194,8 +194,7 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
         raise InputError(f"n_common={n_common} at degree {degree} needs 64-bit keys: enable "
                          "x64 (jax.config.update('jax_enable_x64', True)) or pass a smaller "
                          "n_common")
-    return CommonPart(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
-                      degree).bucketed()
+    return CommonPart.of(keys, n_common, width, degree)
 
 
 def positions_in(rows: Int[Array, "G k"], xs: Int[Array, "G k"], n_features: int

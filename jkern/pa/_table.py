@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
+from .._cache import filter_jit
+
 
 def conjunction_coefficients(degree: int) -> tuple[int, ...]:
     """c_0..c_d with (1 + n)^d = Σ_j c_j C(n, j) for every integer n ≥ 0.
@@ -78,6 +80,14 @@ class CommonPart(eqx.Module):
     def n_ids(self) -> int:
         """K: the conjunctions of ≤ d of `width` positions (∅ included), `ids`' last axis."""
         return n_conjunctions(self.width, self.degree)
+
+    @classmethod
+    def of(cls, keys: np.ndarray, n_common: int, width: int, degree: int) -> CommonPart:
+        """The bucketed table of sorted host `keys` in base `n_common + 1`: int64 keys where
+        they can pass int32 (the caller enables x64 for those), else int32."""
+        big = (n_common + 1) ** degree >= 2 ** 31
+        return cls(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
+                   degree).bucketed()
 
     def bucketed(self) -> CommonPart:
         """This table with buckets of a hash of its keys (host): between one and two keys
@@ -182,3 +192,23 @@ def _bucket_of(key: Any, bits: int) -> Any:
 def n_conjunctions(width: int, degree: int) -> int:
     """Σ_{j ≤ d} C(width, j): the conjunctions of ≤ d of `width` positions, ∅ included."""
     return sum(math.comb(width, j) for j in range(degree + 1))
+
+
+@filter_jit
+def table_margins(rank, weights, table: CommonPart, n_features: int, idx, present):
+    """Σ c_|U| w_U over each row's conjunctions, block by block (`idx`, `present`:
+    `[blocks, B, k]` column ids and nonzero flags): the columns are mapped to the table's
+    features by `rank` (`table.n_common` for none), sorted and searched."""
+    N = table.n_common
+    D = table.keys.shape[0]
+
+    def one(args):
+        i, p = args
+        known = p & (i >= 0) & (i < n_features)
+        r = jnp.where(known, rank[jnp.where(known, i, 0)], N)
+        r = jnp.sort(r, axis=1)  # in-model features first (ranks < N), most frequent first
+        ids = table.ids(r)
+        coef = table.coefficients(ids, weights.dtype)
+        return jnp.sum(coef * weights[jnp.minimum(ids, D)], axis=1)
+
+    return jax.lax.map(one, (idx, present))
