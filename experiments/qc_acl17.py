@@ -337,10 +337,12 @@ def learned_kernel(train_trees: Sequence, y_train: np.ndarray, fit: np.ndarray,
 
 def evaluate(label: str, source: str, kern, tr: Sequence, g_train: np.ndarray,
              g_test: np.ndarray, data: Questions, ksvm_c: float, landmarks: Sequence[int],
-             args: argparse.Namespace, selection: dict) -> list[dict]:
+             args: argparse.Namespace, selection: dict,
+             step_path: Callable[[int], Path | None]) -> list[dict]:
     """The KSVM row (C chosen already) and the DCD and KDA rows of every landmark count;
-    their choices go to `selection`."""
-    y_train, y_test, fit, held = data.y_train, data.y_test, data.fit, data.held
+    their choices go to `selection`. Each landmark count's rows are a resumable step kept at
+    `step_path(m)` (a stopped run goes on at the first unfinished count)."""
+    y_train, y_test = data.y_train, data.y_test
     t0 = time.perf_counter()
     ksvm = ksvm_ovr(g_train, y_train, C=ksvm_c).model
     acc = accuracy(y_test, ksvm.predict(g_test))
@@ -351,47 +353,64 @@ def evaluate(label: str, source: str, kern, tr: Sequence, g_train: np.ndarray,
     print(f"{label.upper()} / {source}: KSVM accuracy {acc:.4f} (C={ksvm_c:g}), {n_sv} "
           "support vectors", flush=True)
     for m in landmarks:
-        runs: dict[str, list[float]] = {"DCD": [], "KDA": []}
-        chosen: dict[str, list[dict]] = {"DCD": [], "KDA": []}
-        seconds = {"DCD": 0.0, "KDA": 0.0}
-        for s in range(args.samplings):
-            key = jax.random.PRNGKey(1000 * m + s)  # the samplings of qc.py / qc_kda.py
-            idx, h = padded_projection(kern, tr, g_train, m, key)
-            c_train = g_train[:, idx].astype(np.float32)
-            c_test = g_test[:, idx].astype(np.float32)
-            h32 = h.astype(np.float32)
-            t0 = time.perf_counter()
-            x_train, x_test = c_train @ h32, c_test @ h32
-            k_dcd = jax.random.fold_in(key, 1)
-            c, scores = select_dcd_c(x_train, y_train, fit, held, k_dcd)
-            model = dcd_ovr(x_train, y_train, C=c, key=k_dcd).model
-            runs["DCD"].append(accuracy(y_test, model.predict(x_test)))
-            chosen["DCD"].append({"sampling": s, "C": c,
-                                  "held_out_accuracy": {f"{k:g}": v for k, v in scores.items()}})
-            seconds["DCD"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            fixed = None
-            if args.grid_samplings is not None and s >= args.grid_samplings:
-                picked = [r["choice"] for r in chosen["KDA"]]
-                fixed = max(set(picked), key=lambda g: (picked.count(g), -g))
-            net, record = select_kda(c_train, h32, y_train, fit, held,
-                                     jax.random.fold_in(key, 2), epochs=args.epochs,
-                                     patience=args.patience, choice=fixed)
-            runs["KDA"].append(accuracy(y_test, np.asarray(net.predict(c_test))))
-            chosen["KDA"].append({"sampling": s, **record})
-            seconds["KDA"] += time.perf_counter() - t0
+        step = resumable(step_path(m), lambda m=m: landmark_rows(
+            label, source, kern, tr, g_train, g_test, data, n_sv, m, args))
+        rows.extend(step["rows"])
         for model_name in ("DCD", "KDA"):
-            selection[model_name][str(m)] = chosen[model_name]
-            row = {"model": model_name, "kernel": label, "source": source, "landmarks": m,
-                   "accuracy": statistics.mean(runs[model_name]),
-                   "accuracy_std": statistics.pstdev(runs[model_name]),
-                   "saving": jkern.saving(m, n_sv), "accuracy_runs": runs[model_name],
-                   "seconds": round(seconds[model_name], 2)}
-            rows.append(row)
-            print(f"{label.upper()} / {source}: {model_name} {m:5d} landmarks: accuracy "
-                  f"{row['accuracy']:.4f} ± {row['accuracy_std']:.4f}, saving "
-                  f"{row['saving']:.1%} ({row['seconds']:.0f} s)", flush=True)
+            selection[model_name][str(m)] = step["selection"][model_name]
     return rows
+
+
+def landmark_rows(label: str, source: str, kern, tr: Sequence, g_train: np.ndarray,
+                  g_test: np.ndarray, data: Questions, n_sv: int, m: int,
+                  args: argparse.Namespace) -> dict:
+    """The DCD and KDA rows of `m` landmarks (mean ± std over the samplings) and their
+    choices: one resumable step ({rows, selection, timings})."""
+    y_train, y_test, fit, held = data.y_train, data.y_test, data.fit, data.held
+    rows: list[dict] = []
+    selection: dict[str, Any] = {}
+    runs: dict[str, list[float]] = {"DCD": [], "KDA": []}
+    chosen: dict[str, list[dict]] = {"DCD": [], "KDA": []}
+    seconds = {"DCD": 0.0, "KDA": 0.0}
+    for s in range(args.samplings):
+        key = jax.random.PRNGKey(1000 * m + s)  # the samplings of qc.py / qc_kda.py
+        idx, h = padded_projection(kern, tr, g_train, m, key)
+        c_train = g_train[:, idx].astype(np.float32)
+        c_test = g_test[:, idx].astype(np.float32)
+        h32 = h.astype(np.float32)
+        t0 = time.perf_counter()
+        x_train, x_test = c_train @ h32, c_test @ h32
+        k_dcd = jax.random.fold_in(key, 1)
+        c, scores = select_dcd_c(x_train, y_train, fit, held, k_dcd)
+        model = dcd_ovr(x_train, y_train, C=c, key=k_dcd).model
+        runs["DCD"].append(accuracy(y_test, model.predict(x_test)))
+        chosen["DCD"].append({"sampling": s, "C": c,
+                              "held_out_accuracy": {f"{k:g}": v for k, v in scores.items()}})
+        seconds["DCD"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        fixed = None
+        if args.grid_samplings is not None and s >= args.grid_samplings:
+            picked = [r["choice"] for r in chosen["KDA"]]
+            fixed = max(set(picked), key=lambda g: (picked.count(g), -g))
+        net, record = select_kda(c_train, h32, y_train, fit, held,
+                                 jax.random.fold_in(key, 2), epochs=args.epochs,
+                                 patience=args.patience, choice=fixed)
+        runs["KDA"].append(accuracy(y_test, np.asarray(net.predict(c_test))))
+        chosen["KDA"].append({"sampling": s, **record})
+        seconds["KDA"] += time.perf_counter() - t0
+    for model_name in ("DCD", "KDA"):
+        selection[model_name] = chosen[model_name]
+        row = {"model": model_name, "kernel": label, "source": source, "landmarks": m,
+               "accuracy": statistics.mean(runs[model_name]),
+               "accuracy_std": statistics.pstdev(runs[model_name]),
+               "saving": jkern.saving(m, n_sv), "accuracy_runs": runs[model_name],
+               "seconds": round(seconds[model_name], 2)}
+        rows.append(row)
+        print(f"{label.upper()} / {source}: {model_name} {m:5d} landmarks: accuracy "
+              f"{row['accuracy']:.4f} ± {row['accuracy_std']:.4f}, saving "
+              f"{row['saving']:.1%} ({row['seconds']:.0f} s)", flush=True)
+    return {"rows": rows, "selection": selection,
+            "timings": {k: round(v, 2) for k, v in seconds.items()}}
 
 
 def print_table(rows: list[dict]) -> None:
@@ -490,8 +509,9 @@ class Block:
     """One kernel on one source's questions: its trees (made on first use) and its Gram
     cache files."""
 
-    def __init__(self, name: str, data: Questions, cache: Path | None):
+    def __init__(self, name: str, data: Questions, cache: Path | None, digest: str):
         self.name, self.source, self.data, self.cache = name, data.source, data, cache
+        self.digest = digest
         self._trees: tuple[list, list, float] | None = None
 
     def trees(self) -> tuple[list, list, float]:
@@ -510,6 +530,12 @@ class Block:
         return (None if self.cache is None
                 else self.cache / f"acl17_{self.source}_{self.name}_{tag}_{kind}.npy")
 
+    def step(self, label: str, what: str) -> Path | None:
+        """The cache file of one finished step (`what`: "m600", "learning") of the rows
+        labelled `label`, under the settings digest."""
+        return (None if self.cache is None
+                else self.cache / f"acl17_{self.source}_{label}_{what}_{self.digest}.json")
+
 
 def kernel_part(block: Block, gammas, landmarks, args) -> dict:
     """γ and C selected, then the KSVM, DCD and KDA rows of `block`'s kernel and source."""
@@ -524,7 +550,7 @@ def kernel_part(block: Block, gammas, landmarks, args) -> dict:
     kern = build_kernel(name, vocab, vectors, {"gamma": gamma})
     g_test, test_seconds = cached_gram(kern, te, tr, path("test", f"g{gamma:g}"))
     rows = evaluate(name, source, kern, tr, g_train, g_test, data, ksvm_c, landmarks, args,
-                    sel)
+                    sel, lambda m: block.step(name, f"m{m}"))
     return {"rows": rows, "selection": sel,
             "timings": {"trees_seconds": trees_seconds, "train_gram_seconds": gram_seconds,
                         "test_gram_seconds": test_seconds}}
@@ -535,10 +561,19 @@ def learned_part(block: Block, gamma: float, landmarks, args) -> dict:
     source, data, path = block.source, block.data, block.path
     tr, te, _ = block.trees()
     start = {"lam": LAM, "mu": MU, "gamma": gamma}
-    t0 = time.perf_counter()
-    params, record = learned_kernel(tr, data.y_train, data.fit, start,
-                                    steps=args.learn_steps, batch_size=args.learn_batch)
-    timings = {"learn_seconds": round(time.perf_counter() - t0, 2)}
+
+    def learn() -> dict:
+        t0 = time.perf_counter()
+        params, record = learned_kernel(tr, data.y_train, data.fit, start,
+                                        steps=args.learn_steps, batch_size=args.learn_batch)
+        return {"rows": [], "selection": record, "params": params_to_json(params),
+                "timings": {"learn_seconds": round(time.perf_counter() - t0, 2)}}
+
+    # the learning is a step of its own: kept as JSON numbers, read back as float64 arrays
+    # (the same bytes, so the same Gram cache tag)
+    learning = resumable(block.step("csptk-learned", f"learning{gamma:g}"), learn)
+    record, timings = learning["selection"], learning["timings"]
+    params = params_from_json(learning.get("params"))
     lsel: dict[str, Any] = {"learning": record, "DCD": {}, "KDA": {}}
     if params is None:
         print(f"CSPTK-LEARNED / {source}: rows skipped ({record['skipped']})", flush=True)
@@ -554,11 +589,22 @@ def learned_part(block: Block, gamma: float, landmarks, args) -> dict:
     kern = build_kernel("csptk", vocab, vectors, params)
     g_test, _ = cached_gram(kern, te, tr, path("test", tag))
     rows = evaluate("csptk-learned", source, kern, tr, g_train, g_test, data, c, landmarks,
-                    args, lsel)
+                    args, lsel, lambda m: block.step("csptk-learned", f"m{m}"))
     return {"rows": rows, "selection": lsel, "timings": timings}
 
 
 # --------------------------------------------------------------------------- main
+
+
+def params_to_json(params: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Learned kernel parameters as JSON numbers (float64 prints exactly)."""
+    return None if params is None else {k: np.asarray(v).tolist() for k, v in params.items()}
+
+
+def params_from_json(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`params_to_json`'s inverse: scalars as floats, matrices as float64 arrays."""
+    return None if data is None else {
+        k: (float(v) if np.ndim(v) == 0 else np.asarray(v, np.float64)) for k, v in data.items()}
 
 
 def params_tag(params: dict[str, Any]) -> str:
@@ -642,7 +688,7 @@ def main(argv=None) -> int:
         print(f"{source}: {len(data.train)} training ({len(data.fit)} fit, {len(data.held)} "
               f"held out) and {len(data.test)} test questions", flush=True)
         for name in kernels:
-            block = Block(name, data, cache)
+            block = Block(name, data, cache, digest)
             part = collect(name, source, lambda block=block: kernel_part(
                 block, gammas, landmarks, args))
             if name != "csptk" or args.no_learned:

@@ -62,3 +62,19 @@ def test_every_setting_that_shapes_the_rows_changes_the_digest(acl17):
                    {"permute_test_labels": True}, {"data_dir": "/other"}):
         assert acl17.settings_digest(_args(**change)) != base, change
     assert acl17.settings_digest(_args()) == base
+
+
+def test_learned_parameters_keep_their_cache_tag_through_json(acl17, tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    params = {"lam": 0.4123456789, "mu": 0.3, "gamma": 2.718281828,
+              "A": rng.normal(size=(3, 3)), "B": rng.normal(size=(3, 3))}
+    path = tmp_path / "learning.json"
+    acl17.resumable(path, lambda: {"rows": [], "selection": {}, "timings": {},
+                                   "params": acl17.params_to_json(params)})
+    again = acl17.resumable(path, lambda: pytest.fail("a kept learning is not recomputed"))
+    back = acl17.params_from_json(again["params"])
+    assert isinstance(back["lam"], float) and back["A"].dtype == np.float64
+    assert acl17.params_tag(back) == acl17.params_tag(params)
+    assert acl17.params_from_json(None) is None
