@@ -330,6 +330,33 @@ def test_frequency_order_ties_and_unseen_features():
     assert none == 0 and np.asarray(Xt.indices)[0].tolist() == [0, 1, 2]
 
 
+def test_frequency_order_apply_equals_the_coordinate_path():
+    """`apply` sorts each row by its new ids; rows with a repeated column (a SparseRows
+    built by hand) go through `from_coo` and are summed, as before."""
+    rng = np.random.default_rng(5)
+    rows = [{int(f): float(rng.integers(1, 3)) for f in rng.choice(40, rng.integers(0, 9),
+                                                                    replace=False)}
+            for _ in range(60)]
+    train = SparseRows.from_rows(rows)
+    order = frequency_order(train)
+    ranks = {int(f): r for r, f in enumerate(np.asarray(order.original))}
+    test = SparseRows.from_rows([{int(f): 1.0 for f in rng.choice(50, 6, replace=False)}
+                                 for _ in range(20)])
+    for X in (train, test):
+        got, dropped = order.apply(X)
+        want = [{ranks[f]: v for f, v in row.items() if f in ranks} for row in _rows(X)]
+        assert _rows(got) == want
+        assert dropped == sum(f not in ranks for row in _rows(X) for f in row)
+        idx, val = np.asarray(got.indices), np.asarray(got.values)
+        for i, v in zip(idx, val, strict=True):  # ascending, padding last
+            k = int(np.sum(v != 0))
+            assert np.all(np.diff(i[:k]) > 0) and np.all(v[k:] == 0)
+    twice = SparseRows(jnp.asarray([[3, 3, 1]], jnp.int32), jnp.asarray([[1.0, 1.0, 1.0]]),
+                       40)
+    got, _ = order.apply(twice)
+    assert _rows(got) == [{ranks[3]: 2.0, ranks[1]: 1.0}]
+
+
 def test_synthetic_concepts():
     a_train, a_test = conjunctive_concepts(300, 100, key=jax.random.key(3), n_features=200,
                                            n_frequent=15, degree=2, noise=0.0)
