@@ -18,6 +18,13 @@ from ._cache import disable_compilation_cache as disable_compilation_cache
 from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._io import load as load
 from ._io import save as save
+from ._kernel_names import KERNEL_NAMES as KERNEL_NAMES
+from ._kernel_names import PARTIAL_TREE_KERNELS as PARTIAL_TREE_KERNELS
+from ._kernel_names import WORD_VECTOR_KERNELS as WORD_VECTOR_KERNELS
+from ._labels import finite_values as finite_values
+from ._labels import positive_class as positive_class
+from ._labels import predict_labels as predict_labels
+from ._labels import sign_labels as sign_labels
 from ._nystrom import Nystrom as Nystrom
 from ._nystrom import NystromEnsemble as NystromEnsemble
 from ._nystrom import approximation_error as approximation_error
@@ -32,6 +39,8 @@ from ._programs import program_stats as program_stats
 from ._solution import RESULTS as RESULTS
 from ._solution import Solution as Solution
 from ._sparse import SparseRows as SparseRows
+from ._train_trees import check_kda_options as check_kda_options
+from ._train_trees import check_labels as check_labels
 from ._train_trees import train_cutting_plane as train_cutting_plane
 from ._train_trees import train_kda as train_kda
 from ._train_trees import train_kernel_svm as train_kernel_svm

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from ._progress import phase
 from ._validate import finite_model, is_traced
 from .errors import InputError
 from .kernels._base import AbstractKernel, Normalized, Scaled, resolve_dtype
@@ -40,8 +41,7 @@ def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None
     >>> len(idx), len(set(idx.tolist())), bool(idx.max() < 10)
     (4, 4, True)
     """
-    if not 1 <= m <= n:
-        raise InputError(f"need 1 <= landmarks <= inputs, got {m} landmarks for {n} inputs")
+    _check_count(m, n)
     if labels is None:
         return np.asarray(jax.random.choice(key, n, (m,), replace=False))
     lab = np.asarray(labels)
@@ -66,6 +66,14 @@ def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None
             parts.append(members[np.asarray(jax.random.choice(k, len(members), (q,),
                                                              replace=False))])
     return np.concatenate(parts)
+
+
+def _check_count(m: int, n: int) -> None:
+    """The one rule for the number of landmarks, of every caller (the library, the command
+    line, the estimators): between 1 and the number of inputs. More landmarks than inputs
+    is refused, never lowered: the caller asked for a projector this data cannot give."""
+    if not 1 <= m <= n:
+        raise InputError(f"need 1 <= landmarks <= inputs, got {m} landmarks for {n} inputs")
 
 
 def nystrom_projection(w: Float[Array, "m m"], *, rcond: float = 1e-5
@@ -201,7 +209,24 @@ def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key
         dtype: computation dtype of K(L, L).
         gram: W = K(L, L) if already computed (e.g. a sub-block of a full Gram), in the
             order of `select_landmarks(key, len(x), landmarks, labels=labels)`.
+        **gram_options: the Gram engine's options; with `progress=True` the fit is one
+            phase on stderr (`Nystrom projector, M landmarks ...`, then its time) around
+            the engine's bar.
+
+    Raises:
+        InputError: `landmarks` is not between 1 and `len(x)` (more landmarks than inputs
+            is refused, not lowered).
     """
+    _check_count(landmarks, len(x))
+    with phase(bool(gram_options.get("progress", False)),
+               f"Nystrom projector, {landmarks} landmarks"):
+        return _fit(kernel, x, landmarks, key, labels, rcond, dtype, gram, gram_options)
+
+
+def _fit(kernel: AbstractKernel, x: Sequence[Any], landmarks: int, key: Array,
+         labels: Sequence[Any] | None, rcond: float, dtype: Any, gram: Any,
+         gram_options: dict[str, Any]) -> Nystrom:
+    """`fit_nystrom` without its progress phase (the engine's bar still shows)."""
     idx = select_landmarks(key, len(x), landmarks, labels=labels)
     check_landmarks(memory_budget(gram_options.get("max_memory")), len(idx),
                     resolve_dtype(dtype).itemsize)
@@ -222,12 +247,20 @@ def projector_from_gram(kernel: AbstractKernel, landmarks: Sequence[Any],
 
 def fit_nystrom_ensemble(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int,
                          projections: int, key: Array, **options: Any) -> NystromEnsemble:
-    """`projections` independent projectors of `landmarks` each (keys split from `key`)."""
+    """`projections` independent projectors of `landmarks` each (keys split from `key`;
+    `options` as `fit_nystrom`'s). With `progress=True` the fit is one phase on stderr
+    (`Nystrom projector, M landmarks x E projections ...`)."""
     if projections < 1:
         raise InputError(f"projections must be >= 1, got {projections}")
+    _check_count(landmarks, len(x))
+    labels, rcond = options.pop("labels", None), options.pop("rcond", 1e-5)
+    dtype, gram = options.pop("dtype", None), options.pop("gram", None)
     keys = jax.random.split(key, projections)
-    return NystromEnsemble(tuple(fit_nystrom(kernel, x, landmarks=landmarks, key=k, **options)
-                                 for k in keys))
+    with phase(bool(options.get("progress", False)),
+               f"Nystrom projector, {landmarks} landmarks x {projections} projections"):
+        members = [_fit(kernel, x, landmarks, k, labels, rcond, dtype, gram, options)
+                   for k in keys]
+    return NystromEnsemble(tuple(members))
 
 
 def approximation_error(gram: Float[Array, "n n"], embedding: Float[Array, "n r"]) -> float:

@@ -24,9 +24,10 @@ from .svm._dcd import LinearSVM
 class NystromModel(eqx.Module):
     """A Nyström projector followed by a head trained on what it gives.
 
-    - `LinearSVM` head: f(x) = head.decision_function(projector.embed(x)).
-    - `KDA` head: f(x) = the head's logits on the kernel columns K(x, landmarks) (the KDA's
-      own first layer is the Nyström projection).
+    The head says what its `decision_function` takes (its `takes`):
+    - `"features"` (`LinearSVM`): f(x) = head.decision_function(projector.embed(x));
+    - `"kernel columns"` (`KDA`): f(x) = head.decision_function(K(x, landmarks)), the
+      head's logits (the KDA's own first layer is the Nyström projection).
 
     `predict` follows the tie rule of docs/learners.md: a binary linear SVM gives +1 where
     f >= 0 (or `classes[1]` / `classes[0]` when it names two classes); otherwise the class of
@@ -44,17 +45,18 @@ class NystromModel(eqx.Module):
         if not isinstance(self.projector, (Nystrom, NystromEnsemble)):
             raise InputError(f"projector must be a Nystrom or NystromEnsemble, got "
                              f"{type(self.projector).__name__}")
-        if isinstance(self.head, KDA):
-            if self.head.n_landmarks != self.projector.n_landmarks:
-                raise InputError(f"the KDA takes {self.head.n_landmarks} kernel columns; the "
-                                 f"projector has {self.projector.n_landmarks} landmarks")
-        elif isinstance(self.head, LinearSVM):
-            rank = sum(int(m.projection.shape[-1]) for m in self.members)
-            if self.head.w.shape[-1] != rank:
-                raise InputError(f"the linear SVM has {self.head.w.shape[-1]} features; the "
-                                 f"projector embeds in {rank} dimensions")
+        head, name = self.head, type(self.head).__name__
+        takes = getattr(type(head), "takes", None)
+        if takes not in ("features", "kernel columns"):
+            raise InputError(f"head must be a LinearSVM or a KDA, got {name}")
+        if takes == "kernel columns":
+            width = self.projector.n_landmarks
+            have = f"has {width} landmarks"
         else:
-            raise InputError(f"head must be a LinearSVM or a KDA, got {type(self.head).__name__}")
+            width = sum(int(m.projection.shape[-1]) for m in self.members)
+            have = f"embeds in {width} dimensions"
+        if head.n_inputs != width:
+            raise InputError(f"the {name} takes {head.n_inputs} {takes}; the projector {have}")
 
     @property
     def classes(self) -> tuple | None:
@@ -81,9 +83,10 @@ class NystromModel(eqx.Module):
         """Decision values of inputs `x` (`gram_options`: dtype, block_size, threads, ...):
         `[n]` for a binary linear SVM, `[n, classes]` otherwise."""
         self = finite_model(self)
-        if isinstance(self.head, KDA):
-            return self.head(self.columns(x, **gram_options))
-        return self.head.decision_function(self.projector.embed(x, **gram_options))
+        c = self.columns(x, **gram_options)
+        if self.head.takes == "features":
+            c = self.projector.embed_columns(c)
+        return self.head.decision_function(c)
 
     def predict(self, x: Sequence[Any], **gram_options: Any) -> Any:
         """Labels of inputs `x`: ±1 (or the two classes) by the sign of a binary linear SVM,
@@ -98,3 +101,11 @@ class NystromModel(eqx.Module):
         """`(predict(x), class_scores(x))` from one kernel computation."""
         f = self.decision_function(x, **gram_options)
         return predict_labels(f, self.classes), score_columns(f)
+
+    def binary_decision(self, scores: Float[Array, "n 2"]) -> tuple[int, Any]:
+        """`(positive class index, one decision value per input)` of a two-class model's
+        `class_scores`, as its head reads them: a linear SVM's margin f (of two one-vs-rest
+        SVMs, half the difference of their mirror values), a KDA's log-odds (the difference
+        of its logits). float64 NumPy; positive: the positive class
+        (`jkern.positive_class(classes)`), as `jkern predict` writes it."""
+        return self.head.binary_decision(scores)

@@ -306,6 +306,14 @@ class SparseRows(eqx.Module):
         nz = np.asarray(self.values) != 0
         return np.bincount(idx[nz], minlength=self.n_features).astype(np.int64)
 
+    def n_used_features(self) -> int:
+        """How many columns hold a nonzero in some row (the features the data uses).
+
+        >>> SparseRows.from_rows([{0: 1.0, 3: 2.0}, {3: 1.0}], n_features=5).n_used_features()
+        2
+        """
+        return int(np.count_nonzero(self.column_counts()))
+
 
 Features = Float[Array, "n d"] | SparseRows | tuple
 

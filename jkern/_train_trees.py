@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._labels import positive_class
 from ._nystrom import Nystrom, NystromEnsemble
 from ._pipeline import NystromModel
 from ._progress import cpa_iterations, end_line, phase
@@ -145,16 +146,6 @@ def _binary(lab: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, tuple[Any
     """Two classes: the ±1 targets and the (negative, positive) class names."""
     pos = positive_class(classes.tolist())
     return np.where(lab == classes[pos], 1, -1), (classes[1 - pos].item(), classes[pos].item())
-
-
-def positive_class(classes: Sequence[Any]) -> int:
-    """The index of the class that is +1 in a binary problem: the larger numeric label (so
-    SVM-Light-TK's -1/+1 files keep their sign), else the last in sorted order."""
-    try:
-        values = [float(c) for c in classes]
-    except ValueError:
-        return len(classes) - 1
-    return int(max(range(len(classes)), key=lambda i: values[i]))
 
 
 def train_cutting_plane(kernel: AbstractKernel, trees: Sequence[Any], labels: Sequence[Any],

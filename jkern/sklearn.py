@@ -15,7 +15,8 @@ so a fitted estimator holds the jkern model (`model_`) and gives the same predic
   (`jkern.pa.fit`; X a SciPy sparse matrix, a dense array, a `jkern.SparseRows` or a list of
   {feature: value} dicts), binary (wrap it in `OneVsRestClassifier` for more classes).
 
-The kernel is named by parameters that `GridSearchCV` can search: `kernel` ("st", "sst",
+The kernel is named by parameters that `GridSearchCV` can search: `kernel` (`KERNELS`: the
+tree kernels of `jkern.KERNEL_NAMES` that need no word vectors, "st", "sst", "sst-bow",
 "ptk"), `lam`, `mu` (PTK) and `normalize` (K(x, y) / sqrt(K(x, x) K(y, y))). Labels may be
 strings; `classes_` lists them sorted. `random_state` (an int) seeds the landmarks and the
 solvers.
@@ -44,9 +45,12 @@ try:
 except ImportError as err:  # pragma: no cover - the extra is missing
     raise ImportError("jkern.sklearn needs scikit-learn: pip install 'jkern[sklearn]'") from err
 
+from ._kernel_names import KERNEL_NAMES, WORD_VECTOR_KERNELS
 from .errors import InputError
 
-KERNELS = ("st", "sst", "ptk")
+# the registry's tree kernels that take no word vectors (an estimator's parameters are
+# numbers and names, which GridSearchCV can search)
+KERNELS = tuple(name for name in KERNEL_NAMES if name not in WORD_VECTOR_KERNELS)
 
 
 def as_trees(X: Any) -> list[Any]:

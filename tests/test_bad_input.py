@@ -155,14 +155,21 @@ def test_cli_counts_test_labels_the_model_never_saw(tmp_path, capsys):
     assert "1 of 2 examples have labels the model never saw, counted as errors: 3" in err
 
 
-def test_cli_says_when_it_uses_fewer_landmarks_than_asked(tmp_path, capsys):
+@pytest.mark.parametrize("command", [["train", "--algo", "dcd"], ["nystrom", "fit"]])
+def test_cli_refuses_more_landmarks_than_trees_with_the_librarys_message(command, tmp_path,
+                                                                         capsys):
+    """One rule (issue 36), the library's: `train` used to lower the count, `nystrom fit`
+    refused it with a message of its own."""
     from jkern.cli import main
 
-    train = tmp_path / "train.dat"
+    train, out = tmp_path / "train.dat", tmp_path / "m.npz"
     train.write_text(TK_TRAIN)
-    assert main(["train", str(train), "--algo", "dcd", "--kernel", "sst", "--landmarks", "50",
-                 "--out", str(tmp_path / "m.npz")]) == 0
-    assert "--landmarks 50 is more than the 6 trees: using 6" in capsys.readouterr().err
+    assert main([*command, str(train), "--kernel", "sst", "--landmarks", "50",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["jkern: error: need 1 <= landmarks <= inputs, got 50 landmarks for 6 "
+                   "inputs"], err
+    assert not out.exists()
 
 
 def _flat(labels) -> str:

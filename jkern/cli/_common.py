@@ -1,6 +1,8 @@
 """What every command shares: the error type and exit codes, argument types, the kernel and
-common flags, and the readers that turn bad input into exit-2 errors. Parsing only: the work
-is the library's (imported inside functions, so `--help` stays light)."""
+common flags (each declared once here: `--quiet`, `--seed`, `--dtype`, ...), and the readers
+that turn bad input into exit-2 errors. Parsing only: the work is the library's public API
+(imported inside functions, so `--help` stays light; the kernel names are plain tuples of
+`jkern` itself). tests/test_cli_parses_only.py holds every module of the CLI to that."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
+
+from jkern import KERNEL_NAMES, PARTIAL_TREE_KERNELS, WORD_VECTOR_KERNELS
 
 EXIT_OK = 0
 EXIT_COMPUTE = 1
@@ -116,7 +120,7 @@ def output_errors() -> Iterator[None]:
 def read_trees_or_exit(path: str, encoding: str = "utf-8") -> list[Any]:
     """The trees of a file; exit 2 with `file:line:col: problem` on bad input (a byte not
     valid in `encoding` included)."""
-    from jkern.trees._io import located_trees
+    from jkern.trees import located_trees
 
     with input_errors():
         located = located_trees(path, encoding=encoding)
@@ -226,9 +230,9 @@ def setup_jax(dtype: str) -> None:
     if dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     if os.environ.get("JKERN_NO_CACHE") != "1":
-        from jkern._cache import enable_compilation_cache
+        import jkern
 
-        enable_compilation_cache()
+        jkern.enable_compilation_cache()
 
 
 # --------------------------------------------------------------------------- shared flags
@@ -236,8 +240,7 @@ def setup_jax(dtype: str) -> None:
 
 def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
     """The tree-kernel flags shared by the commands that build a kernel."""
-    p.add_argument("--kernel", "-k", required=required,
-                   choices=("st", "sst", "sst-bow", "ptk", "sptk", "csptk"),
+    p.add_argument("--kernel", "-k", required=required, choices=KERNEL_NAMES,
                    help="tree kernel: st (subtree), sst (subset tree), sst-bow (SST plus "
                         "equal leaves), ptk (partial tree), sptk (smoothed partial tree), "
                         "csptk (compositionally smoothed partial tree, on compositional "
@@ -266,7 +269,7 @@ def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> N
 
 def check_kernel_arguments(args: argparse.Namespace) -> None:
     """Usage checks of `add_kernel_arguments`' flags, before any work."""
-    if args.kernel in ("sptk", "csptk"):
+    if args.kernel in WORD_VECTOR_KERNELS:
         if args.vectors is None:
             raise CLIError(f"--kernel {args.kernel} needs --vectors FILE (word2vec text format)")
         if args.gamma is not None and args.threshold is not None:
@@ -275,23 +278,22 @@ def check_kernel_arguments(args: argparse.Namespace) -> None:
         for flag, value in (("--vectors", args.vectors), ("--threshold", args.threshold),
                             ("--gamma", args.gamma)):
             if value is not None:
-                raise CLIError(f"{flag} only applies to --kernel sptk or csptk")
+                raise CLIError(f"{flag} only applies to --kernel "
+                               f"{' or '.join(WORD_VECTOR_KERNELS)}")
 
 
 def kernel_from_arguments(args: argparse.Namespace) -> Any:
     """The kernel the flags describe, from the library's registry (the sptk vectors file is
     read here: exit 2 on a bad one)."""
-    import numpy as np
-
     from jkern.kernels import kernel_by_name
 
     vocab = vectors = None
-    if args.kernel in ("sptk", "csptk"):
+    if args.kernel in WORD_VECTOR_KERNELS:
         from jkern.data import load_word_vectors
 
         with input_errors():
             try:
-                table = load_word_vectors(args.vectors, dtype=np.float64,
+                table = load_word_vectors(args.vectors, dtype="float64",
                                           encoding=args.encoding)
             except ValueError as err:  # a malformed file is bad input
                 raise CLIError(str(err)) from err
@@ -305,10 +307,10 @@ def kernel_from_arguments(args: argparse.Namespace) -> Any:
 def kernel_name(args: argparse.Namespace) -> str:
     """How the summary line names the kernel."""
     parts = [f"lam={args.lam:g}"]
-    if args.kernel in ("ptk", "sptk", "csptk"):
+    if args.kernel in PARTIAL_TREE_KERNELS:
         parts.append(f"mu={args.mu:g}")
         parts.append(f"max_subseq={args.max_subseq}")
-    if args.kernel in ("sptk", "csptk"):
+    if args.kernel in WORD_VECTOR_KERNELS:
         parts.append(f"threshold={args.threshold or 0.0:g}" if args.gamma is None
                      else f"gamma={args.gamma:g}")
     name = f"{args.kernel}({', '.join(parts)})"
@@ -332,9 +334,24 @@ def add_progress_argument(p: argparse.ArgumentParser) -> None:
                         "terminal and not --quiet)")
 
 
-def add_quiet_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quiet", "-q", action="store_true",
-                   help="no summary line on stderr (default off: one summary line)")
+def add_quiet_argument(p: argparse.ArgumentParser,
+                       help: str = "no summary line on stderr (default off: one summary line)"
+                       ) -> None:
+    """--quiet/-q (`help`: what it silences, for a command whose summary says more)."""
+    p.add_argument("--quiet", "-q", action="store_true", help=help)
+
+
+def add_seed_argument(p: argparse.ArgumentParser, seeds: str, metavar: str | None = None
+                      ) -> None:
+    """--seed, an int defaulting to 0 (`seeds`: what it seeds, the help text)."""
+    p.add_argument("--seed", type=int, default=0, metavar=metavar,
+                   help=f"{seeds} (default 0)")
+
+
+def add_dtype_argument(p: argparse.ArgumentParser, help: str) -> None:
+    """--dtype float32|float64, defaulting to float64 (`help`: what it sets, with the
+    default)."""
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float64", help=help)
 
 
 def encoding_name(text: str) -> str:
@@ -359,8 +376,7 @@ def add_encoding_argument(p: argparse.ArgumentParser) -> None:
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """--dtype, --encoding, --threads, --progress, --quiet."""
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                   help="kernel computation precision (default float64)")
+    add_dtype_argument(p, "kernel computation precision (default float64)")
     add_encoding_argument(p)
     add_threads_argument(p)
     add_progress_argument(p)

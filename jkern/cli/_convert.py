@@ -73,7 +73,7 @@ def _conllu_shapes(path: str, shape: str, encoding: str) -> tuple[str, int]:
 
 def run(args) -> int:
     t0 = time.perf_counter()
-    from jkern._io import write_atomic
+    from jkern.io import write_atomic
     from jkern.trees import rewrite_trees
 
     # any file name: the format is the input's

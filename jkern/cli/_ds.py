@@ -12,7 +12,10 @@ from ._common import (
     EXIT_COMPUTE,
     EXIT_OK,
     CLIError,
+    add_dtype_argument,
     add_encoding_argument,
+    add_quiet_argument,
+    add_seed_argument,
     check_output_path,
     compute_errors,
     input_errors,
@@ -79,12 +82,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     train.add_argument("--max-pairs", type=positive_int, default=None, metavar="N",
                        help="train on a random subset of N pairs of the split, with all "
                             "their mentions (seeded by --seed; default: all pairs)")
-    train.add_argument("--seed", type=int, default=0,
-                       help="seed of --max-pairs and --svd (default 0)")
-    train.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                       help="precision of the features and the solve (default float64)")
-    train.add_argument("--quiet", "-q", action="store_true",
-                       help="no summary line on stderr (warnings still print; default off)")
+    add_seed_argument(train, "seed of --max-pairs and --svd")
+    add_dtype_argument(train, "precision of the features and the solve (default float64)")
+    add_quiet_argument(train, "no summary line on stderr (warnings still print; default off)")
     add_encoding_argument(train)
     train.set_defaults(_action=run_train)
 
@@ -108,9 +108,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     predict.add_argument("--max-pairs", type=positive_int, default=None, metavar="N",
                          help="score a random subset of N pairs of the split (seeded by "
                               "--seed; default: all pairs)")
-    predict.add_argument("--seed", type=int, default=0, help="seed of --max-pairs (default 0)")
-    predict.add_argument("--quiet", "-q", action="store_true",
-                         help="no summary line on stderr (default off)")
+    add_seed_argument(predict, "seed of --max-pairs")
+    add_quiet_argument(predict, "no summary line on stderr (default off)")
     add_encoding_argument(predict)
     predict.set_defaults(_action=run_predict)
 
@@ -210,10 +209,8 @@ def run_predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_output_path(args.out, (".tsv",), inputs=(args.model, *_data_files(args.data)))
     setup_jax("float64")  # the file's arrays load at their saved precision
-    import numpy as np
-
     import jkern
-    from jkern._io import write_atomic
+    from jkern.io import write_atomic
 
     with input_errors():
         extractor = jkern.load(args.model)
@@ -232,23 +229,21 @@ def run_predict(args: argparse.Namespace) -> int:
     with compute_errors(), input_errors():
         scores = extractor.pair_scores(m.tokens, m.e1_token, m.e2_token, m.mention_pair,
                                        split.n_pairs, aggregate=args.aggregate)
-    scores = np.asarray(scores)[:, 1:]  # NA is not a relation
-    if not np.isfinite(scores).all():
-        raise CLIError("the model gives NaN or inf scores; no output written", EXIT_COMPUTE)
-    n_rel = scores.shape[1]
-    # Highest score first; ties in (pair, relation) order, as jkern.ds.held_out ranks them.
-    order = np.argsort(-scores.ravel(), kind="stable")
-    digits = ".17g" if scores.dtype == np.float64 else ".9g"
+        try:
+            checked = jkern.finite_values(scores, "scores")
+        except jkern.errors.NumericalError as err:
+            raise CLIError(f"{err}; no output written", EXIT_COMPUTE) from err
+        ranked = jkern.ds.rank_pairs(checked, split.relations)  # highest score first
+    digits = ".17g" if scores.dtype == "float64" else ".9g"
     rows = ["e1\te2\trelation\tscore\tin_kb\n"]
-    for i in order.tolist():
-        p, k = divmod(i, n_rel)
+    for p, k, score, in_kb in zip(ranked.pair.tolist(), ranked.relation.tolist(),
+                                  ranked.score.tolist(), ranked.in_kb.tolist()):
         e1, e2 = split.pairs[p]
-        rows.append(f"{e1}\t{e2}\t{names[k + 1]}\t{format(float(scores[p, k]), digits)}\t"
-                    f"{int(split.relations[p, k])}\n")
+        rows.append(f"{e1}\t{e2}\t{names[k + 1]}\t{format(score, digits)}\t{int(in_kb)}\n")
     figures = None
     if args.evaluate:
         with compute_errors(), input_errors():
-            figures = jkern.ds.held_out(scores, split.relations, top=TOP)
+            figures = jkern.ds.held_out(checked, split.relations, top=TOP)
     text = "".join(rows)
     with output_errors():
         write_atomic(args.out, lambda f: f.write(text.encode("utf-8")))
@@ -256,7 +251,7 @@ def run_predict(args: argparse.Namespace) -> int:
         for key in ("auc", "average_precision", *(f"p_at_{k}" for k in TOP)):
             print(f"{key}\t{figures[key]:.4f}")
         print(f"facts\t{figures['facts']}\nitems\t{figures['items']}")
-    say(args, f"ds predict: {_counts(split, args.split)}, {len(order)} (pair, relation) "
+    say(args, f"ds predict: {_counts(split, args.split)}, {len(ranked.pair)} (pair, relation) "
               f"scores, aggregate {args.aggregate} -> {args.out} in "
               f"{time.perf_counter() - t0:.2f} s")
     return EXIT_OK

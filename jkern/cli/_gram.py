@@ -7,6 +7,7 @@ import time
 
 from ._common import (
     EXIT_OK,
+    add_dtype_argument,
     add_encoding_argument,
     add_kernel_arguments,
     add_progress_argument,
@@ -29,10 +30,9 @@ SUMMARY = "compute a tree-kernel Gram matrix"
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_kernel_arguments(p)
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                   help="compute precision (default float64, for exact values; float32 is "
-                        "faster but has ~7 digits and overflows on big trees or lam/mu near 1, "
-                        "which is reported as an error)")
+    add_dtype_argument(p, "compute precision (default float64, for exact values; float32 is "
+                          "faster but has ~7 digits and overflows on big trees or lam/mu near "
+                          "1, which is reported as an error)")
     add_progress_argument(p)
     add_threads_argument(p)
     add_encoding_argument(p)
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     kernel = kernel_from_arguments(args)
 
     import jkern
-    from jkern._io import write_matrix
+    from jkern.io import write_matrix
 
     with compute_errors():  # the kernels raise on inf/NaN (overflow)
         matrix = jkern.gram(kernel, trees1, trees2, dtype=args.dtype,

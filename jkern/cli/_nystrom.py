@@ -10,6 +10,7 @@ from ._common import (
     CLIError,
     add_common_arguments,
     add_kernel_arguments,
+    add_seed_argument,
     check_kernel_arguments,
     check_output_path,
     compute_errors,
@@ -46,7 +47,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     fit.add_argument("--label-column", metavar="NAME",
                      help="--stratify with TSV input: the label column (default: the column "
                           "named 'label')")
-    fit.add_argument("--seed", type=int, default=0, help="landmark sampling seed (default 0)")
+    add_seed_argument(fit, "landmark sampling seed")
     fit.add_argument("--rcond", type=positive_float, default=1e-5,
                      help="drop eigen-components with s_i/s_0 below it (default 1e-5)")
     fit.add_argument("--out", "-o", required=True, metavar="FILE.npz",
@@ -84,15 +85,10 @@ def run_fit(args: argparse.Namespace) -> int:
     labels = (read_labels_or_exit(args.trees, args.label_column, args.encoding)
               if args.stratify else None)
     kernel = kernel_from_arguments(args)
-    if args.landmarks > len(trees):
-        raise CLIError(f"--landmarks {args.landmarks}: the file has {len(trees)} trees")
     options = dict(landmarks=args.landmarks, key=jax.random.PRNGKey(args.seed), labels=labels,
                    rcond=args.rcond, **gram_options(args))
-    from jkern._progress import phase
-
-    what = f"Nystrom projector, {args.landmarks} landmarks" + (
-        f" x {args.ensemble} projections" if args.ensemble > 1 else "")
-    with compute_errors(), phase(options["progress"], what):
+    # the library refuses more landmarks than trees, reports the phase with --progress
+    with compute_errors():
         if args.ensemble > 1:
             proj = jkern.fit_nystrom_ensemble(kernel, trees, projections=args.ensemble,
                                               **options)
@@ -120,7 +116,7 @@ def run_embed(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     out = check_output_path(args.out, inputs=(args.projector, args.trees))
     setup_jax("float64")  # the file's arrays load at their saved precision
-    from jkern._io import write_matrix
+    from jkern.io import write_matrix
 
     proj = load_projector(args.projector)
     trees = read_trees_or_exit(args.trees, args.encoding)

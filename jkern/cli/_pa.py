@@ -13,7 +13,10 @@ from ._common import (
     EXIT_COMPUTE,
     EXIT_OK,
     CLIError,
+    add_dtype_argument,
     add_encoding_argument,
+    add_quiet_argument,
+    add_seed_argument,
     check_output_path,
     compute_errors,
     input_errors,
@@ -76,23 +79,20 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "kernel values: every mode makes the same updates); --no-exact: "
                             "floats (default: exact when every feature value is 1 and "
                             "--dtype is float64)")
-    train.add_argument("--dtype", choices=("float32", "float64"), default="float64",
-                       help="precision of the values, weights and margins (default float64)")
+    add_dtype_argument(train, "precision of the values, weights and margins (default float64)")
     train.add_argument("--average", action="store_true",
                        help="averaged PA-I: save the mean of the models after every visit "
                             "(the updates are plain PA-I's) (default off, as in opal)")
     train.add_argument("--shuffle", action="store_true",
                        help="visit a new random permutation of the examples each epoch "
                             "(default off: file order, as in opal)")
-    train.add_argument("--seed", type=int, default=0, metavar="S",
-                       help="--shuffle: the seed of the permutations (default 0)")
+    add_seed_argument(train, "--shuffle: the seed of the permutations", metavar="S")
     train.add_argument("--expand", action="store_true",
                        help="kernel modes: save the model expanded into weights of its "
                             "support vectors' conjunctions (pecco's PKE; the same decision "
                             "values, classified without the support-vector sum; binary "
                             "features) (default off: the support vectors)")
-    train.add_argument("--quiet", "-q", action="store_true",
-                       help="no summary line on stderr (default off: one summary line)")
+    add_quiet_argument(train)
     add_encoding_argument(train)
     train.set_defaults(_action=run_train)
 
@@ -107,8 +107,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     predict.add_argument("--out", "-o", default=None, metavar="FILE.tsv",
                          help="one decision value per line, in file order (positive: +1; "
                               "svm_classify's output) (default: stdout)")
-    predict.add_argument("--quiet", "-q", action="store_true",
-                         help="no summary line (with the accuracy) on stderr (default off)")
+    add_quiet_argument(predict, "no summary line (with the accuracy) on stderr (default off)")
     add_encoding_argument(predict)
     predict.set_defaults(_action=run_predict)
 
@@ -135,7 +134,6 @@ def run_train(args: argparse.Namespace) -> int:
     out = check_output_path(args.out, (".npz",), inputs=(args.data,))
     setup_jax(args.dtype)
     import jax
-    import numpy as np
 
     import jkern
     from jkern import RESULTS
@@ -161,13 +159,13 @@ def run_train(args: argparse.Namespace) -> int:
             model = model.expanded()
     with output_errors():
         jkern.save(out, model)
-    updates = np.asarray(sol.stats["updates"]).tolist()
+    updates = sol.stats["updates"].tolist()
     what = (f"{int(sol.stats['support_vectors'])} support vectors"
             if args.mode not in ("explicit", "linear")
-            else f"{int(np.asarray(sol.model.weights).shape[-1]) - 1} weights")
+            else f"{int(sol.model.weights.shape[-1]) - 1} weights")
     common = f", N = {sol.stats['n_common']}" if "n_common" in sol.stats else ""
     degree = "" if args.mode == "linear" else f", d = {args.degree}"
-    n_feat = int(np.count_nonzero(X.column_counts()))
+    n_feat = X.n_used_features()
     how = "".join([", shuffled" if args.shuffle else "", ", averaged" if args.average else ""])
     say(args, f"pa train: {len(y)} examples, {n_feat} features, mode "
               f"{args.mode}{degree}, C = {args.C:g}, {args.epochs} epochs{how}{common}; "
@@ -184,10 +182,8 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output_path(args.out, (".tsv",), inputs=(args.model, args.data))
     setup_jax("float64")  # the file's arrays load at their saved precision
-    import numpy as np
-
     import jkern
-    from jkern._io import write_atomic
+    from jkern.io import write_atomic
 
     with input_errors():
         model = jkern.load(args.model)
@@ -195,17 +191,19 @@ def run_predict(args: argparse.Namespace) -> int:
                               jkern.pa.ExpandedModel)):
         raise CLIError(f"{args.model}: not a model from `jkern pa train` (a "
                        f"{type(model).__name__})")
-    dtype = str(np.asarray(model.alpha if isinstance(model, jkern.pa.SupportVectorModel)
-                           else model.weights).dtype)
+    dtype = str((model.alpha if isinstance(model, jkern.pa.SupportVectorModel)
+                 else model.weights).dtype)
     data = _read(args.data, dtype, args.encoding)
     with compute_errors(), input_errors():
-        values = np.asarray(model.decision_function(data.features), np.float64)
-    if values.ndim != 1:
-        raise CLIError(f"{args.model}: a stacked model (a vmapped grid of {values.shape[1]}); "
-                       "predict with one of its members in Python", EXIT_COMPUTE)
-    if not np.isfinite(values).all():
-        raise CLIError("the model gives NaN or inf decision values; no output written",
-                       EXIT_COMPUTE)
+        raw = model.decision_function(data.features)
+        if raw.ndim != 1:
+            raise CLIError(f"{args.model}: a stacked model (a vmapped grid of "
+                           f"{raw.shape[1]}); predict with one of its members in Python",
+                           EXIT_COMPUTE)
+        try:
+            values = jkern.finite_values(raw, "decision values")
+        except jkern.errors.NumericalError as err:
+            raise CLIError(f"{err}; no output written", EXIT_COMPUTE) from err
     digits = ".17g" if dtype == "float64" else ".9g"
     text = "".join(format(v, digits) + "\n" for v in values.tolist())
     if args.out is not None:
@@ -214,8 +212,8 @@ def run_predict(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    predicted = np.where(values >= 0, 1, -1)
-    accuracy = float(np.mean(predicted == np.asarray(data.labels)))
+    # the one tie rule (+1 where the decision value is >= 0), against the file's labels
+    accuracy = jkern.metrics.accuracy(data.labels, jkern.sign_labels(values))
     where = args.out if args.out is not None else "stdout"
     say(args, f"pa predict: {len(values)} examples -> {where}, accuracy {accuracy:.4f} in "
               f"{time.perf_counter() - t0:.2f} s")

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if not texts:
         raise CLIError(f"{args.text}: no sentences in file")
     import jkern
-    from jkern._io import write_atomic
+    from jkern.io import write_atomic
 
     say(args, f"parsing {len(texts)} sentences with spaCy ...")
     with input_errors():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
 
 from ._common import (
     EXIT_OK,
@@ -41,28 +40,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
 
 
-def _binary_decision(model: Any, scores: Any) -> tuple[int, Any]:
-    """`(positive class index, one decision value per tree)` of a two-class model's
-    `[n, 2]` class scores. A binary SVM's scores are (-f, f): its f. Two one-vs-rest SVMs
-    solve mirror problems (f_neg = -f_pos): half their difference, f_pos, whose sign is the
-    argmax's label. A KDA's two logits: their difference, the log-odds of the positive
-    class."""
-    import numpy as np
-
-    from jkern._train_trees import positive_class
-    from jkern.kda import KDA
-
-    pos = positive_class(list(model.classes))
-    diff = np.asarray(scores[:, pos] - scores[:, 1 - pos], np.float64)
-    return pos, diff if isinstance(getattr(model, "head", None), KDA) else diff / 2
-
-
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_output_path(args.out, (".tsv",), inputs=(args.model, args.trees))
     setup_jax("float64")  # the file's arrays load at their saved precision
     import jkern
-    from jkern._io import write_atomic
+    from jkern.io import write_atomic
 
     with input_errors():
         model = jkern.load(args.model)
@@ -76,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     with compute_errors():
         predicted, scores = model.classify(trees, **gram_options(args))
     classes = list(model.classes)
-    if len(classes) == 2:
-        pos, decision = _binary_decision(model, scores)
+    if len(classes) == 2:  # one value, positive: the positive class (the model's own reading)
+        pos, decision = model.binary_decision(scores)
         rows = [["label", f"score_{classes[pos]}"]]
         rows += [[str(p), format(float(v), ".17g")]
                  for p, v in zip(predicted.tolist(), decision.tolist())]

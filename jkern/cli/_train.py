@@ -10,6 +10,7 @@ from ._common import (
     CLIError,
     add_common_arguments,
     add_kernel_arguments,
+    add_seed_argument,
     check_kernel_arguments,
     check_output_path,
     compute_errors,
@@ -53,11 +54,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "`jkern nystrom fit` (default: none; one is fitted from TREES with the "
                    "kernel flags and --landmarks)")
     p.add_argument("--landmarks", "-l", type=positive_int, metavar="M",
-                   help="dcd/kda without --projector: landmark trees sampled from TREES (at "
-                        "most one per tree; no default: required then)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the landmark sampling, cpa's samples and kda's "
-                        "initialisation, dropout and development split (default 0)")
+                   help="dcd/kda without --projector: landmark trees sampled from TREES, "
+                        "without replacement (at most the number of trees; no default: "
+                        "required then)")
+    add_seed_argument(p, "seed of the landmark sampling, cpa's samples and kda's "
+                         "initialisation, dropout and development split")
     add_kernel_arguments(p, required=False)
     p.add_argument("--C", type=positive_float, default=1.0, dest="C",
                    help="the SVM's cost C (default 1). ksvm, dcd: the C of the C-SVM, per "
@@ -162,17 +163,16 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     import jkern
-    from jkern._train_trees import check_kda_options, check_labels
 
     if args.algo == "kda":  # the library's checks, before any work
         with input_errors():
-            check_kda_options(dropout=args.dropout, dev_fraction=args.dev_fraction,
-                              names=("--dropout", "--dev-fraction"))
+            jkern.check_kda_options(dropout=args.dropout, dev_fraction=args.dev_fraction,
+                                    names=("--dropout", "--dev-fraction"))
 
     trees = read_trees_or_exit(args.trees, args.encoding)
     labels = read_labels_or_exit(args.trees, args.label_column, args.encoding)
     try:
-        check_labels(labels, len(trees))
+        jkern.check_labels(labels, len(trees))
     except jkern.errors.InputError as err:
         raise CLIError(f"{args.trees}: {err}") from err
     key = jax.random.PRNGKey(args.seed)
@@ -182,16 +182,11 @@ def run(args: argparse.Namespace) -> int:
         if args.projector is not None:
             proj = load_projector(args.projector)
         else:
-            from jkern._progress import phase
-
             kernel = kernel_from_arguments(args)
-            m = min(args.landmarks, len(trees))  # at most one landmark per tree
-            if m < args.landmarks:
-                say(args, f"--landmarks {args.landmarks} is more than the {len(trees)} "
-                          f"trees: using {m} (one per tree)")
-            with compute_errors(), phase(options["progress"], f"Nystrom projector, {m} "
-                                         "landmarks"):
-                proj = jkern.fit_nystrom(kernel, trees, landmarks=m, key=key, **options)
+            # the library refuses more landmarks than trees, reports the phase with --progress
+            with compute_errors():
+                proj = jkern.fit_nystrom(kernel, trees, landmarks=args.landmarks, key=key,
+                                         **options)
         with compute_errors():
             if args.algo == "dcd":
                 sol = jkern.train_nystrom_svm(proj, trees, labels, C=args.C, key=key, **options)
@@ -223,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
                     threads=args.threads, devices=_devices(args.devices),
                     progress=options["progress"])
                 note = f"{sum(len(h) for h in sol.stats['history'])} cutting-plane iterations"
-                converged = sol.converged.reshape(-1).tolist()
+                converged = sol.converged.tolist()  # one flag, or one per class
+                converged = converged if isinstance(converged, list) else [converged]
                 classes = tuple(sol.model.classes or ())
                 names = classes if len(converged) > 1 else classes[-1:]
                 for c, ok in zip(names, converged):

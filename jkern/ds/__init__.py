@@ -7,7 +7,9 @@ scores mentions and aggregates them per entity pair. See docs/distant_supervisio
 
 from .. import _startup as _startup  # the compilation cache, program counts
 from ..trees import parse_sentences as parse_sentences  # spaCy's parses, moved to trees/
+from ._evaluate import RankedPairs as RankedPairs
 from ._evaluate import held_out as held_out
+from ._evaluate import rank_pairs as rank_pairs
 from ._extractor import RelationExtractor as RelationExtractor
 from ._extractor import train_extractor as train_extractor
 from ._features import FeatureVocabulary as FeatureVocabulary
@@ -38,7 +40,9 @@ from ._transforms import randomized_svd_projection as randomized_svd_projection
 from ._transforms import remap_columns as remap_columns
 
 __all__ = [
+    "RankedPairs",
     "held_out",
+    "rank_pairs",
     "RelationExtractor",
     "train_extractor",
     "FeatureVocabulary",

@@ -12,14 +12,14 @@ array leaf, so models with different rates stack and train under one `jax.vmap`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from .._labels import labels_at
+from .._labels import labels_at, two_class_decision
 from .._validate import finite, finite_model, is_traced
 from ..errors import InputError
 
@@ -45,7 +45,10 @@ class KDA(eqx.Module):
     """Nyström layer + MLP over kernel columns `c = K(x, landmarks)`.
 
     Build with `KDA.init`. `model(c, key=...)` gives class scores (logits) for a `[n, m]`
-    batch of kernel columns; `key=None` is inference (no dropout).
+    batch of kernel columns; `key=None` is inference (no dropout). The prediction surface of
+    every jkern model (docs/learners.md): `decision_function(c)` (the logits, `[n, classes]`),
+    `predict(c)` (the class of the highest logit, ties to the lowest class), `classes`, and
+    `binary_decision(scores)` for two classes (the difference of the logits).
 
     Attributes:
         nystrom: `[landmarks, rank]` H_Ny = U S^-1/2 of the projector.
@@ -62,6 +65,10 @@ class KDA(eqx.Module):
     dropout: Float[Array, ""]
     train_nystrom: bool = eqx.field(static=True)
     classes: tuple = eqx.field(static=True)
+
+    #: What `decision_function` takes: the kernel columns K(x, landmarks), not a projector's
+    #: embeddings (its first layer is the Nyström projection; `jkern.NystromModel` reads this).
+    takes: ClassVar[str] = "kernel columns"
 
     @classmethod
     def init(cls, key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"],
@@ -107,6 +114,11 @@ class KDA(eqx.Module):
     def n_landmarks(self) -> int:
         return int(self.nystrom.shape[-2])
 
+    @property
+    def n_inputs(self) -> int:
+        """The width of what `decision_function` takes: one kernel column per landmark."""
+        return self.n_landmarks
+
     def embed(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n rank"]:
         """The Nyström layer alone: `c @ H_Ny` (the Nyström embeddings)."""
         if c.shape[-1] != self.n_landmarks:
@@ -132,9 +144,19 @@ class KDA(eqx.Module):
             z = jax.nn.relu(_linear(layer, _dropout(z, self.dropout, k)))
         return _linear(self.output, _dropout(z, self.dropout, keys[-1]))
 
+    def decision_function(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n classes"]:
+        """Class scores (logits) of kernel columns `c`, without dropout: `model(c)`."""
+        return self(c)
+
+    def binary_decision(self, scores: Float[Array, "n 2"]) -> tuple[int, Any]:
+        """`(positive class index, one decision value per input)` of a two-class model's
+        logits: their difference, the log-odds of the positive class (float64 NumPy; the
+        positive class by `jkern.positive_class`)."""
+        return two_class_decision(scores, self.classes, logits=True)
+
     def predict_index(self, c: Float[Array, "n landmarks"]) -> Int[Array, " n"]:
         """Index into `classes` of the highest score."""
-        return jnp.argmax(self(c), axis=-1)
+        return jnp.argmax(self.decision_function(c), axis=-1)
 
     def predict(self, c: Float[Array, "n landmarks"]) -> Any:
         """Predicted labels (a jax array for numeric labels, else numpy)."""

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._kernel_names import KERNEL_NAMES, WORD_VECTOR_KERNELS
 from ..errors import InputError
 from ._base import AbstractKernel, Normalized
 from ._tree_kernels import CSPTK, PTK, SPTK, SST, ST, SSTBow
-
-KERNEL_NAMES = ("st", "sst", "sst-bow", "ptk", "sptk", "csptk")
 
 
 def kernel_by_name(name: str, *, lam: Any = 0.4, mu: Any = 0.4, max_subseq: int | None = None,
@@ -38,7 +37,7 @@ def kernel_by_name(name: str, *, lam: Any = 0.4, mu: Any = 0.4, max_subseq: int 
     """
     if name not in KERNEL_NAMES:
         raise InputError(f"unknown tree kernel {name!r}; use one of {', '.join(KERNEL_NAMES)}")
-    if name in ("sptk", "csptk"):
+    if name in WORD_VECTOR_KERNELS:
         if vocab is None or vectors is None:
             raise InputError(f"{name} needs word vectors: vocab= and vectors=")
         if gamma is not None and threshold not in (None, 0, 0.0):

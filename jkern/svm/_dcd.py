@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import equinox as eqx
 import jax
@@ -48,7 +48,7 @@ from jax.custom_batching import custom_vmap
 from jaxtyping import Array, Float, Int
 
 from .._cache import jit
-from .._labels import labels_at, predict_labels, sign_labels
+from .._labels import labels_at, predict_labels, sign_labels, two_class_decision
 from .._solution import Solution, result_code
 from .._sparse import FeatureIds, SparseRows
 from .._validate import (
@@ -90,6 +90,15 @@ class LinearSVM(eqx.Module):
     classes: tuple | None = eqx.field(static=True, default=None)
     ids: FeatureIds | None = eqx.field(static=True, default=None)
 
+    #: What `decision_function` takes: features (a `jkern.NystromModel` gives it the
+    #: projector's embeddings).
+    takes: ClassVar[str] = "features"
+
+    @property
+    def n_inputs(self) -> int:
+        """The width of what `decision_function` takes: the features the model weighs."""
+        return int(self.w.shape[-1])
+
     def decision_function(self, X: Float[Array, "m d"] | SparseRows
                           ) -> Float[Array, " m *classes"]:
         """`X @ w + b`: `[m]` for a binary model, `[m, k]` for one-vs-rest. X is `[m, d]` or a
@@ -101,6 +110,12 @@ class LinearSVM(eqx.Module):
             X, _ = X.aligned(self.ids, self.w.shape[-1])
         b = self.b if self.b.ndim == 0 else jnp.expand_dims(self.b, -2)
         return scores(X, self.w) + b
+
+    def binary_decision(self, scores: Float[Array, "m 2"]) -> tuple[int, Any]:
+        """`(positive class index, one decision value per input)` of two-class scores (a
+        binary model's class scores (-f, f): f; two one-vs-rest models: half the difference
+        of their mirror problems' values), float64 NumPy."""
+        return two_class_decision(scores, self.classes, logits=False)
 
     def predict_index(self, X: Float[Array, "m d"] | SparseRows) -> Int[Array, " m"]:
         """One-vs-rest: index into `classes` of the highest score (ties: the lowest index)."""

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._labels import predict_labels, score_columns
+from .._labels import predict_labels, score_columns, two_class_decision
 from .._validate import finite_model
 from ..errors import InputError
 from ..kernels._base import AbstractKernel, Normalized, resolve_dtype
@@ -150,6 +150,12 @@ class KernelExpansion(eqx.Module):
         """`(predict(x), class_scores(x))` from one kernel computation."""
         f = self.decision_function(x, **options)
         return predict_labels(f, self.classes), score_columns(f)
+
+    def binary_decision(self, scores: Float[Array, "m 2"]) -> tuple[int, Any]:
+        """`(positive class index, one decision value per input)` of a two-class model's
+        `class_scores` (a binary model's (-f, f): f; two one-vs-rest models: half the
+        difference of their mirror problems' values), float64 NumPy."""
+        return two_class_decision(scores, self.classes, logits=False)
 
     @staticmethod
     def stack(models: Sequence[KernelExpansion], classes: Sequence[Any]) -> KernelExpansion:

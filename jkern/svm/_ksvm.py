@@ -21,7 +21,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._cache import filter_jit
-from .._labels import predict_labels
+from .._labels import predict_labels, two_class_decision
 from .._solution import Solution, result_code
 from .._validate import (
     class_weights,
@@ -84,6 +84,12 @@ class KernelSVM(eqx.Module):
         """±1 (binary: +1 where f >= 0) or class labels (one-vs-rest: the highest decision
         value, ties to the lowest class)."""
         return predict_labels(self.decision_function(k), self.classes)
+
+    def binary_decision(self, scores: Float[Array, "m 2"]) -> tuple[int, Any]:
+        """`(positive class index, one decision value per input)` of two-class scores (a
+        binary model's (-f, f): f; two one-vs-rest models: half the difference of their
+        mirror problems' values), float64 NumPy."""
+        return two_class_decision(scores, self.classes, logits=False)
 
     def expand(self, kernel: AbstractKernel, inputs: Sequence[Any]) -> KernelExpansion:
         """The model as a `KernelExpansion` over its support inputs (`inputs`: the training

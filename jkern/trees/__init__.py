@@ -13,6 +13,7 @@ from ._conllu import read_conllu as read_conllu
 from ._errors import TreeParseError as TreeParseError
 from ._forest import Forest as Forest
 from ._heads import head_dependencies as head_dependencies
+from ._io import located_trees as located_trees
 from ._io import read_examples_any as read_examples_any
 from ._io import read_labels as read_labels
 from ._io import read_trees as read_trees
@@ -45,6 +46,7 @@ __all__ = [
     "TreeParseError",
     "Forest",
     "head_dependencies",
+    "located_trees",
     "read_examples_any",
     "read_labels",
     "read_trees",
