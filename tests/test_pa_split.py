@@ -297,3 +297,42 @@ def test_common_part_finds_every_key_and_no_other(layout):
     assert np.array_equal(pos, np.arange(len(keys)))
     pos = np.asarray(part.find(jnp.asarray(absent)))
     assert not np.any(keys[pos] == absent)
+
+
+@pytest.mark.parametrize("degree", [2, 3])
+def test_kept_ids_read_the_dense_map_and_search_the_rest(degree):
+    """`kept_ids` (more rows than one chunk of visits): conjunctions of the most frequent
+    features come from the dense map, the others from the search; both give each row's
+    `CommonPart.ids`, including conjunctions missing from the table (the sink)."""
+    from jkern.pa._slice import CHUNK_VISITS, _search_rows, kept_ids
+    from jkern.pa._split import common_part
+    from jkern.pa._table import dense_keys, n_conjunctions
+
+    rng = np.random.default_rng(degree)
+    n, F = CHUNK_VISITS + 700, 60
+    # frequency-ordered rows of 1..7 features, skewed towards the small ids
+    rows = [np.unique(np.minimum(rng.geometric(0.08, rng.integers(1, 8)) - 1, F - 1))
+            for _ in range(n)]
+    X = SparseRows.from_rows([{int(f): 1.0 for f in r} for r in rows])
+    Xf, _ = frequency_order(X).apply(X)
+    keys = conjunction_table(Xf.rows(np.arange(0, n, 3)), degree)  # a table of a third
+    common = common_part(Xf, degree, Xf.n_features, keys)
+    budget = n_conjunctions(9, degree)  # the 9 most frequent features get the dense map
+    common = common.with_dense_map(budget)
+    assert common.n_dense == 9
+    val = np.asarray(Xf.values)
+    idx = jnp.asarray(np.sort(np.where(val != 0, np.asarray(Xf.indices), Xf.n_features),
+                              axis=1), jnp.int32)
+    got = np.asarray(kept_ids(common, idx, 2))
+    pad = -n % CHUNK_VISITS
+    want = np.asarray(_search_rows(common, jnp.pad(idx, ((0, pad), (0, 0)), mode="edge")
+                                   .reshape(-1, CHUNK_VISITS, idx.shape[1])))[:n]
+    assert np.array_equal(got, want)
+    D = common.keys.shape[0]
+    assert np.any(got == D) and np.any((got < D) & (got > 0))
+    # and both kinds occur: conjunctions inside the 9 and conjunctions reaching past them
+    key, ok, dense = (np.asarray(a) for a in common.keys_of(idx))
+    assert np.any(dense >= 0) and np.any(ok & (dense < 0))
+    # a dense id addresses its key: the dense keys are in dense-id order
+    table = dense_keys(9, degree, common.n_common + 1)
+    assert np.array_equal(table[dense[dense >= 0]], key[dense >= 0])

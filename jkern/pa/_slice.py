@@ -26,6 +26,7 @@ a grown index recompiles the step).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -122,13 +123,67 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> Array | None:
     n, k = indices.shape
     if epochs < 2 or n <= CHUNK_VISITS or n * common.n_ids * 4 > IDS_BYTES:
         return None
-    rows = jnp.pad(indices, ((0, -n % CHUNK_VISITS), (0, 0)), mode="edge")
-    return _search_rows(common, rows.reshape(-1, CHUNK_VISITS, k))[:n]
+    if common.dense_pos is None:  # a table without a dense map: search every key
+        rows = jnp.pad(indices, ((0, -n % CHUNK_VISITS), (0, 0)), mode="edge")
+        return _search_rows(common, rows.reshape(-1, CHUNK_VISITS, k))[:n]
+    # The conjunctions of the most frequent features (most of them) are read off the dense
+    # map; only the others are searched, gathered on the host into pieces of SEARCH_KEYS.
+    # The ids are written chunk by chunk into one donated buffer (the last chunk overlaps
+    # the one before instead of padding past n: no second copy of the ids).
+    out = jnp.zeros((n, common.n_ids), jnp.int32)
+    for start in range(0, n, CHUNK_VISITS):
+        start = min(start, n - CHUNK_VISITS)
+        rows = indices[start:start + CHUNK_VISITS]
+        ids = np.array(_dense_pass(common, rows))
+        flat = ids.reshape(-1)
+        miss = np.flatnonzero(flat == _SEARCH)
+        # (the keys are a program of their own: as a second output of `_dense_pass` they
+        # made it four times slower)
+        keys = np.asarray(_chunk_keys(common, rows)) if len(miss) else None
+        for at in range(0, len(miss), SEARCH_KEYS):
+            part = miss[at:at + SEARCH_KEYS]
+            assert keys is not None
+            want = np.zeros(SEARCH_KEYS, keys.dtype)  # padding: ∅'s key
+            want[:len(part)] = keys.reshape(-1)[part]
+            flat[part] = np.asarray(_search_keys(common, want))[:len(part)]
+        out = _put_rows(out, ids, start)
+    return out
+
+
+SEARCH_KEYS = 1 << 16  # keys searched in one call (one program whatever the data)
+_SEARCH = -2  # a conjunction to search (not in the dense map's range)
 
 
 @filter_jit
 def _search_rows(common: CommonPart, rows):
     return jax.lax.map(common.ids, rows).reshape(-1, common.n_ids)
+
+
+@filter_jit
+def _dense_pass(common: CommonPart, rows):
+    """`[rows, K]` the ids of the dense-map conjunctions, the sink where not all features
+    are common, `_SEARCH` for the others."""
+    _, ok, dense = common.keys_of(rows)
+    D = common.keys.shape[0]
+    assert common.dense_pos is not None
+    ids = jnp.where(dense >= 0, common.dense_pos[jnp.maximum(dense, 0)],
+                    jnp.where(ok, _SEARCH, D))
+    return ids.astype(jnp.int32)
+
+
+@filter_jit
+def _chunk_keys(common: CommonPart, rows):
+    return common.keys_of(rows)[0]
+
+
+@filter_jit
+def _search_keys(common: CommonPart, keys):
+    return common.search(keys, jnp.ones(keys.shape, bool))
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _put_rows(out, rows, start):
+    return jax.lax.dynamic_update_slice(out, rows, (start, 0))
 
 
 @filter_jit

@@ -194,7 +194,8 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
         raise InputError(f"n_common={n_common} at degree {degree} needs 64-bit keys: enable "
                          "x64 (jax.config.update('jax_enable_x64', True)) or pass a smaller "
                          "n_common")
-    return CommonPart.of(keys, n_common, width, degree)
+    # a fit finds every example's ids once (`_slice.kept_ids`): the dense map pays there
+    return CommonPart.of(keys, n_common, width, degree).with_dense_map()
 
 
 def positions_in(rows: Int[Array, "G k"], xs: Int[Array, "G k"], n_features: int

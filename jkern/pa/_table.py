@@ -21,6 +21,8 @@ from jaxtyping import Array, Int
 
 from .._cache import filter_jit
 
+DENSE_IDS = 1 << 22  # room of the dense map (int32 positions): N = 2,895 at d = 2, 293 at d = 3
+
 
 def conjunction_coefficients(degree: int) -> tuple[int, ...]:
     """c_0..c_d with (1 + n)^d = Σ_j c_j C(n, j) for every integer n ≥ 0.
@@ -64,6 +66,11 @@ class CommonPart(eqx.Module):
         probes: binary-search steps that find a key in its bucket (static).
         hashed_keys: `[D]` the keys ordered by (bucket, key), or None (high-bit buckets).
         hashed_pos: `[D]` the position in `keys` of each of `hashed_keys`.
+        dense_pos: `[n_conjunctions(n_dense, d)]` the position in `keys` of each
+            conjunction of the `n_dense` most frequent features by its dense id (∅ 0, then
+            size by size, Σ_i C(f_i, i + 1) over its features f_0 < f_1 < ..., the
+            combinatorial number system), D where absent; or None (`with_dense_map`).
+        n_dense: the features of the dense map (static).
     """
 
     keys: Int[Array, " D"]
@@ -75,6 +82,8 @@ class CommonPart(eqx.Module):
     probes: int = eqx.field(static=True, default=0)
     hashed_keys: Int[Array, " D"] | None = None
     hashed_pos: Int[Array, " D"] | None = None
+    dense_pos: Int[Array, " Dd"] | None = None
+    n_dense: int = eqx.field(static=True, default=0)
 
     @property
     def n_ids(self) -> int:
@@ -88,6 +97,22 @@ class CommonPart(eqx.Module):
         big = (n_common + 1) ** degree >= 2 ** 31
         return cls(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
                    degree).bucketed()
+
+    def with_dense_map(self, budget: int = DENSE_IDS) -> CommonPart:
+        """This table with a direct map from the conjunctions of its `n_dense` most frequent
+        features (`dense_features`) to their positions (host): those are found by one
+        gather at an arithmetic address (their dense ids, `keys_of`), not searched, as
+        opal's arrays for its most frequent features. `kept_ids` searches only the others."""
+        n_dense = dense_features(self.n_common, self.degree, budget)
+        keys = np.asarray(self.keys)
+        D = len(keys)
+        # every possible dense conjunction's key, in dense-id order, searched in the table
+        want = dense_keys(n_dense, self.degree, self.n_common + 1).astype(keys.dtype)
+        pos = np.minimum(np.searchsorted(keys, want), D - 1)
+        pos = np.where(keys[pos] == want, pos, D).astype(np.int32)
+        return CommonPart(self.keys, self.n_common, self.width, self.degree,
+                          self.bucket_start, self.shift, self.probes, self.hashed_keys,
+                          self.hashed_pos, jnp.asarray(pos), n_dense)
 
     def bucketed(self) -> CommonPart:
         """This table with buckets of a hash of its keys (host): between one and two keys
@@ -108,12 +133,14 @@ class CommonPart(eqx.Module):
         probes = int(np.diff(start).max(initial=0)).bit_length()
         return CommonPart(self.keys, self.n_common, self.width, self.degree,
                           jnp.asarray(start), bits, probes,
-                          jnp.asarray(keys[order], self.keys.dtype), jnp.asarray(order))
+                          jnp.asarray(keys[order], self.keys.dtype), jnp.asarray(order),
+                          self.dense_pos, self.n_dense)
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
         return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
-                          self.shift, self.probes, self.hashed_keys, self.hashed_pos)
+                          self.shift, self.probes, self.hashed_keys, self.hashed_pos,
+                          self.dense_pos, self.n_dense)
 
     def find(self, key: Array) -> Array:
         """The position of each key in the table (of some other key where absent:
@@ -138,26 +165,42 @@ class CommonPart(eqx.Module):
         lo = jnp.minimum(lo, D - 1)
         return lo if self.hashed_pos is None else self.hashed_pos[lo]
 
+    def keys_of(self, indices: Int[Array, "*batch k"]) -> tuple[Array, Array, Array]:
+        """x's conjunctions over its first `width` positions (∅ first, then by size over the
+        static position combinations): (their keys, whether all their features are common,
+        their dense ids where all are among the `n_dense` first, else -1)."""
+        base = self.n_common + 1
+        f = indices[..., :self.width]
+        common = f < self.n_common
+        zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
+        keys, oks, dense = [zero.astype(self.keys.dtype)], [zero == 0], [zero]  # ∅
+        for j, combo in enumerate(combinations(self.width, self.degree), 1):
+            if combo.size == 0:
+                break
+            fs = f[..., combo]  # [..., nc, j], ascending
+            oks.append(jnp.all(common[..., combo], axis=-1))
+            wide = fs.astype(self.keys.dtype)
+            digits = jnp.stack([(wide[..., i] + 1) * base ** i for i in range(j)])
+            keys.append(jnp.sum(digits, axis=0, dtype=self.keys.dtype))
+            d_ok = fs[..., -1] < self.n_dense  # ascending: the last is the largest
+            small = jnp.minimum(fs, self.n_dense)  # no overflow where not dense
+            at = _dense_offset(self.n_dense, j) + sum(
+                _comb(small[..., i], i + 1) for i in range(j))
+            dense.append(jnp.where(d_ok, at, -1).astype(jnp.int32))
+        return (jnp.concatenate(keys, axis=-1), jnp.concatenate(oks, axis=-1),
+                jnp.concatenate(dense, axis=-1))
+
     def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
         """The weight ids of x's common conjunctions (∅ first, then by size over the static
         position combinations); conjunctions not in the table get the sink id D. A batch
         of rows is one vectorized search (done ahead of the sequential scan)."""
-        D = self.keys.shape[0]
-        base = self.n_common + 1
-        f = indices[..., :self.width]
-        common = f < self.n_common
-        keys = [jnp.zeros(f.shape[:-1] + (1,), self.keys.dtype)]  # ∅
-        oks = [jnp.ones(f.shape[:-1] + (1,), bool)]
-        for j, combo in enumerate(combinations(self.width, self.degree), 1):
-            if combo.size == 0:
-                break
-            fs = f[..., combo].astype(self.keys.dtype)  # [..., nc, j], ascending
-            oks.append(jnp.all(common[..., combo], axis=-1))
-            digits = jnp.stack([(fs[..., i] + 1) * base ** i for i in range(j)])
-            keys.append(jnp.sum(digits, axis=0, dtype=self.keys.dtype))
+        key, ok, _ = self.keys_of(indices)
         # one search for all sizes, on keys computed once (not re-fused into every probe)
-        key = jax.lax.optimization_barrier(jnp.concatenate(keys, axis=-1))
-        ok = jnp.concatenate(oks, axis=-1)
+        return self.search(jax.lax.optimization_barrier(key), ok)
+
+    def search(self, key: Array, ok: Array) -> Array:
+        """The position of each key in the table where `ok`, else the sink D."""
+        D = self.keys.shape[0]
         pos = self.find(key)
         return jnp.where(ok & (self.keys[pos] == key), pos, D).astype(jnp.int32)
 
@@ -168,6 +211,59 @@ class CommonPart(eqx.Module):
                        for _ in range(combo.shape[0])]
         col = jnp.asarray(np.asarray(c)[np.asarray(sizes, np.int64)], dtype)
         return jnp.where(ids < self.keys.shape[0], col, 0)
+
+
+def dense_features(n_common: int, degree: int, budget: int = DENSE_IDS) -> int:
+    """The most frequent features whose conjunctions get a dense map: the largest
+    N ≤ n_common with `n_conjunctions(N, degree)` ≤ budget (the conjunctions of ≤ d of
+    its features, ∅ included).
+
+    >>> dense_features(10**6, 2), dense_features(10**6, 3), dense_features(100, 3)
+    (2895, 293, 100)
+    """
+    lo, hi = 0, n_common
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if n_conjunctions(mid, degree) <= budget else (lo, mid - 1)
+    return lo
+
+
+def _dense_offset(n: int, size: int) -> int:
+    """Where the conjunctions of `size` features start in the dense ids."""
+    return n_conjunctions(n, size - 1)
+
+
+def _comb(x: Any, r: int) -> Any:
+    """C(x, r) of integer arrays."""
+    if r == 1:
+        return x
+    if r == 2:
+        return x * (x - 1) // 2
+    if r == 3:
+        return x * (x - 1) * (x - 2) // 6
+    return math.prod(x - i for i in range(r)) // math.factorial(r)
+
+
+def dense_keys(n: int, degree: int, base: int) -> np.ndarray:
+    """`[n_conjunctions(n, degree)]` the key (in `base`) of every conjunction of ≤ d of the
+    features 0..n-1, in dense-id order, which is also the keys' order (both sort by size,
+    then by the largest feature, then the next...).
+
+    >>> dense_keys(3, 2, 10).tolist()
+    [0, 1, 2, 3, 21, 31, 32]
+    """
+    parts = [np.zeros(1, np.int64)]
+    smaller = parts[0]  # the keys of size j - 1, sorted (∅ for j = 1)
+    for j in range(1, degree + 1):
+        # largest feature f on top of each of the C(f, j - 1) smaller conjunctions below f,
+        # which are the first C(f, j - 1) of them: f by f, the keys come out sorted
+        f = np.arange(n, dtype=np.int64)
+        count = np.asarray([math.comb(int(v), j - 1) for v in f], np.int64)
+        top = np.repeat(f, count)
+        within = np.arange(len(top)) - np.repeat(np.cumsum(count) - count, count)
+        smaller = smaller[within] + (top + 1) * base ** (j - 1)
+        parts.append(smaller)
+    return np.concatenate(parts)
 
 
 def _bucket_of(key: Any, bits: int) -> Any:
