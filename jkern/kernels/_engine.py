@@ -37,9 +37,13 @@ from ._recurrences import (
     DeviceForest,
     Params,
     accumulate,
+    accumulate_traced,
+    batch_size,
     fill_entries,
+    fill_entries_traced,
     new_buffer,
     params_traced,
+    zeros,
 )
 
 # Padded arity classes: a node of arity a is computed with the smallest class >= a.
@@ -234,12 +238,12 @@ class GramEngine:
         def padded(a, fill):
             out = np.full(n_pad, fill, np.int32)
             out[: len(a)] = a
-            return jnp.asarray(out)
+            return _concrete(out)
 
         self.dev = DeviceForest(
             arity=padded(f.arity, 0),
             child_start=padded(f.child_start, 0),
-            child_flat=jnp.asarray(flat),
+            child_flat=_concrete(flat),
             key=padded(key, -1),
             label=padded(f.label, -1),
             vec_index=padded(vec_index.astype(np.int32), -1),
@@ -255,7 +259,7 @@ class GramEngine:
         if plan.composed is not None:  # padded: one compiled table program per ladder size
             pairs = np.zeros((_ladder(len(plan.composed) + 1, 64), 2), np.int32)
             pairs[: len(plan.composed)] = plan.composed
-            self._composed = jnp.asarray(pairs)
+            self._composed = _concrete(pairs)
         self.counts = Counts()
         # Padded sizes only grow over the engine's calls (fewer shapes, fewer programs).
         self._buf_size = self._rows_pad = 0
@@ -318,7 +322,8 @@ class GramEngine:
     def block(self, row_trees: np.ndarray, col_trees: np.ndarray, params: Params,
               device: Any = None, budget: Budget | None = None) -> Any:
         """`G[row_trees, col_trees]`: a `[len(row_trees), len(col_trees)]` NumPy array (a JAX
-        array under a transformation).
+        array under a transformation; `[P, ...]` for a batch of P parameter values, whose
+        scalar parameters are then `[P]` arrays: `_traced.py`).
 
         With `device`, the block's recurrences run there (on a copy of the forest arrays kept
         on that device); the finished block comes back to the host. With `budget`, a block
@@ -331,8 +336,8 @@ class GramEngine:
     def diag_block(self, trees: np.ndarray, params: Params, device: Any = None,
                    budget: Budget | None = None) -> jax.Array:
         """The self-kernels `K(t, t)` of `trees`, padded: the first `len(trees)` entries of a
-        `[rows_pad]` array. Only the node pairs that share a tree are computed. `budget` as
-        `block`."""
+        `[rows_pad]` array (`[P, rows_pad]` for a batch of P parameter values). Only the node
+        pairs that share a tree are computed. `budget` as `block`."""
         return self._on(device, params, lambda p, dev: self._diag(trees, p, dev, budget))
 
     def self_pairs(self, trees: np.ndarray) -> np.ndarray:
@@ -494,7 +499,8 @@ class GramEngine:
         n_cls = len(_CLASSES)
         # One buffer size for the whole run where possible: fewer shapes, fewer compilations.
         size = self._grow("_buf_size", self._buffer_size(_FIRST_SLOT + 1 + n_slots))
-        buf = new_buffer(params, size=size, dtype=self.dtype, residual=self.plan.residual)
+        buf = new_buffer(params, size=size, dtype=self.dtype, residual=self.plan.residual,
+                         batch=batch_size(params))
         # Children first: entries ordered by the row's height, then by arity-class pair.
         r_height = f.height[rows]
         levels = np.unique(r_height)
@@ -530,7 +536,7 @@ class GramEngine:
         r_len = group_len[r_key]
         slots = int(r_len.sum())  # Delta entries at most (all of them but in residual mode)
         check_block(budget, entries=slots, slots=slots, cells=len(row_trees) * len(col_trees),
-                    itemsize=self.dtype.itemsize)
+                    itemsize=self.dtype.itemsize * (batch_size(params) or 1))
         ri, midx = self._pairs(rows, r_key, cols.members, group_start, group_len)
         ri, midx = ri.astype(np.int32), midx.astype(np.int32)  # the block's largest arrays
         self._count(delta_entries=len(ri), constant_entries=int(r_len.sum()) - len(ri))
@@ -538,7 +544,8 @@ class GramEngine:
         out = (r_off - group_start[r_key]).astype(np.int32)[ri] + midx
         buf = self._compute(params, dev, rows, ri, cols.members, midx, out, row_off, cols.pos,
                             int(r_len.sum()))
-        return self._contract(buf, rows, ri, midx, out, row, cols, len(row_trees))
+        return self._contract(buf, rows, ri, midx, out, row, cols, len(row_trees),
+                              batch_size(params))
 
     def _diag(self, trees, params: Params, dev: DeviceForest,
               budget: Budget | None = None) -> jax.Array:
@@ -561,8 +568,10 @@ class GramEngine:
         s_node, s_tree, s_count, s_code = (a[order] for a in (s_node, s_tree, s_count, s_code))
         g_first = np.searchsorted(s_code, s_code)  # first occurrence of each one's group
         g_size = np.searchsorted(s_code, s_code, side="right") - g_first
+        batch = batch_size(params)
         check_block(budget, entries=int(g_size.sum()), slots=int(group_len[r_key].sum()),
-                    cells=0, itemsize=self.dtype.itemsize, per_entry=BYTES_PER_DIAG_PAIR)
+                    cells=0, itemsize=self.dtype.itemsize * (batch or 1),
+                    per_entry=BYTES_PER_DIAG_PAIR)
         first = np.repeat(np.arange(len(s_node)), g_size)
         second = concat_ranges(g_first, g_size)
         q, v = s_node[first], s_node[second]
@@ -590,7 +599,7 @@ class GramEngine:
             idx.append(np.ones(len(t_code), np.int64))
             seg.append(t_code // plan.n_keys)
             w.append(per_key * per_key)
-        out = jnp.zeros(rows_pad, self.dtype)
+        out = zeros(shape=(rows_pad,) if batch is None else (batch, rows_pad), dtype=self.dtype)
         return self._scatter(out, buf, *(np.concatenate(a) for a in (idx, seg, w)))
 
     def _buffer_size(self, slots: int) -> int:
@@ -687,7 +696,7 @@ class GramEngine:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ris).astype(np.int64), np.concatenate(ms).astype(np.int64)
 
-    def _contract(self, buf, rows, ri, midx, out, row, cols: _Columns, n_rows):
+    def _contract(self, buf, rows, ri, midx, out, row, cols: _Columns, n_rows, batch=None):
         """G[i, j] = sum over (q, v) of A[i, q] Delta(q, v) A[j, v] for the block.
 
         Terms come as *virtual rows*, each with its occurrences in the row trees and its
@@ -696,7 +705,8 @@ class GramEngine:
         the constant mu lam^2 (buf slot 1) on every same-group pair. A virtual row found in
         one row tree only is added straight into that tree's Gram row; shared ones are summed
         once into a row of Z, and Z is spread into G (`_spread`). G and Z are one flat
-        scatter target, rows of `n_cols` cells: G's n_rows rows first, then Z's.
+        scatter target, rows of `n_cols` cells: G's n_rows rows first, then Z's (for a batch
+        of P parameter values, `[P, ...]`: one target per value).
         """
         plan = self.plan
         r_node, r_tree, r_count = row
@@ -737,7 +747,8 @@ class GramEngine:
         # 32.5 M pairs): their pairs are one item each, gathered without expanding.
         occ_tree, occ_count, occ_start = cols.occ_tree, cols.occ_count, cols.occ_start
         m_len = np.diff(occ_start)
-        gz = jnp.zeros(_ladder(cells + 1, 1 << 18, 2), self.dtype)
+        size = _ladder(cells + 1, 1 << 18, 2)
+        gz = zeros(shape=(size,) if batch is None else (batch, size), dtype=self.dtype)
         single = (m_len == 1)[midx]
         m_first = occ_start[:-1]
         r_seg, r_w = target * n_cols, weight
@@ -775,6 +786,7 @@ class GramEngine:
     def _scatter(self, out, buf, idx, seg, weight):
         """out[seg[k]] += buf[idx[k]] * weight[k], in fixed-size chunks, each one int32
         array (idx, seg, weight) to the device; padding adds buf[0] = 0 to out[0]."""
+        add = accumulate_traced if is_traced(out) or is_traced(buf) else accumulate
         step = _SCATTER_CHUNK
         if len(weight) and int(weight.max()) >= 1 << 31:  # counts times counts
             raise InputError("a node occurs too often in one tree for the Gram contraction "
@@ -785,7 +797,7 @@ class GramEngine:
             packed[0, : e - s] = idx[s:e]
             packed[1, : e - s] = seg[s:e]
             packed[2, : e - s] = weight[s:e]
-            out = accumulate(out, buf, _to_device(packed))
+            out = add(out, buf, _to_device(packed))
         return out
 
     def _fill_buckets(self, buf, entries, code, cuts, dev_row_off, dev_pos, params, dev):
@@ -799,6 +811,7 @@ class GramEngine:
         n_cls = len(_CLASSES)
         piece, piece_start = None, 0
         traced = params_traced(params)
+        fill = fill_entries_traced if traced else fill_entries
         for s0, e0 in zip(cuts[:-1], cuts[1:]):
             ac, bc = divmod(int(code[s0]) % (n_cls * n_cls), n_cls)
             a_pad, b_pad = int(_CLASSES[ac]), int(_CLASSES[bc])
@@ -815,7 +828,7 @@ class GramEngine:
                     host[:, : chunk.shape[1]] = chunk
                     piece = _to_device(host)
                 e = min(e0, piece_start + _PIECE)
-                buf = fill_entries(
+                buf = fill(
                     buf, piece, np.int32(s - piece_start), np.int32(e - s), dev, dev_row_off,
                     dev_pos, params, plan_static=self._static, a_pad=a_pad, b_pad=b_pad,
                     sub=sub, trips=_trips(-(-(e - s) // sub)) if traced else None,
@@ -842,22 +855,25 @@ def _spread(gz: jax.Array, spread: tuple[np.ndarray, np.ndarray, np.ndarray], n_
     Z's `n_shared` rows): G plus, for every (tree t, Z row z, weight w) in `spread`,
     w * Z[z] in G's row t. A NumPy array when `gz` is concrete (the spreading is a few
     vectorized sums on the host: Z's occurrences are few, and a padded dense product on the
-    device cost more than the whole block); a JAX array under a transformation."""
+    device cost more than the whole block); a JAX array under a transformation. A `[P, ...]`
+    target (a batch of parameter values) gives `[P, n_rows, n_cols]`."""
     tree, z, w = spread
     size = n_rows * n_cols
+    lead = gz.shape[:-1]
     if is_traced(gz):
-        g = gz[:size].reshape(n_rows, n_cols)
+        g = gz[..., :size].reshape(*lead, n_rows, n_cols)
         if n_shared == 0:
             return g
-        zrows = gz[size: size + n_shared * n_cols].reshape(n_shared, n_cols)
-        add = jax.ops.segment_sum(zrows[z] * jnp.asarray(w, gz.dtype)[:, None],
-                                  jnp.asarray(tree), num_segments=n_rows)
+        zrows = gz[..., size: size + n_shared * n_cols].reshape(*lead, n_shared, n_cols)
+        weight = jnp.asarray(w, gz.dtype).reshape((-1,) + (1,) * (len(lead) + 1))
+        add = jnp.moveaxis(jax.ops.segment_sum(jnp.moveaxis(zrows[..., z, :], -2, 0) * weight,
+                                               jnp.asarray(tree), num_segments=n_rows), 0, -2)
         return g + add
     flat = np.asarray(gz)
-    g = flat[:size].reshape(n_rows, n_cols)
+    g = flat[..., :size].reshape(*lead, n_rows, n_cols)
     if n_shared == 0:
         return g
-    zrows = flat[size: size + n_shared * n_cols].reshape(n_shared, n_cols)
+    zrows = flat[..., size: size + n_shared * n_cols].reshape(*lead, n_shared, n_cols)
     if len(tree) * _DENSE_SPREAD >= n_rows * n_shared:
         # G += S Z with S[t, z] = w: a dense product, although S is only a few percent full,
         # because a BLAS product is a hundred times faster per term than gathering and
@@ -868,17 +884,25 @@ def _spread(gz: jax.Array, spread: tuple[np.ndarray, np.ndarray, np.ndarray], n_
     g = g.copy()
     order = np.argsort(tree, kind="stable")
     tree, z, w = tree[order], z[order], w[order].astype(g.dtype)
-    step = max(1, (1 << 20) // max(n_cols, 1))  # a bounded temporary
+    step = max(1, (1 << 20) // max(n_cols * int(np.prod(lead)), 1))  # a bounded temporary
     for a in range(0, len(tree), step):
         t, zz, ww = tree[a:a + step], z[a:a + step], w[a:a + step]
         starts = np.flatnonzero(np.concatenate([[True], t[1:] != t[:-1]]))
-        g[t[starts]] += np.add.reduceat(zrows[zz] * ww[:, None], starts, axis=0)
+        g[..., t[starts], :] += np.add.reduceat(zrows[..., zz, :] * ww[:, None], starts,
+                                                axis=-2)
     return g
 
 
 def _chunks(n: int, step: int) -> list[tuple[int, int]]:
     """(start, stop) of consecutive pieces of range(n), `step` long (the last one shorter)."""
     return [(a, min(a + step, n)) for a in range(0, n, step)]
+
+
+def _concrete(host: np.ndarray) -> jax.Array:
+    """A host array as a concrete device array, even while a `jax.jit` is tracing (an
+    engine prepared there serves host callbacks, `_traced.py`, which run outside the trace)."""
+    with jax.ensure_compile_time_eval():
+        return jax.device_put(host)
 
 
 def _to_device(host: np.ndarray) -> jax.Array:

@@ -23,8 +23,9 @@ from ..errors import InputError, TreeInputError
 from ..trees._forest import Forest
 from ..trees._tree import Tree
 from ._engine import Counts, GramEngine
-from ._recurrences import params_traced
+from ._recurrences import batch_size, params_traced
 from ._schedule import compute_diag, compute_gram
+from ._traced import over_params
 
 if TYPE_CHECKING:
     from ._tree_kernels import AbstractTreeKernel
@@ -121,21 +122,47 @@ class PreparedTrees:
               out: np.ndarray | None = None, max_memory: int | str | None = None) -> Any:
         """The raw kernel block `K[rows, cols]` between trees of the collection (`cols=None`:
         `rows` against themselves, symmetric): a JAX array, or `out` filled in place.
-        Options as `compute_gram`."""
+        Options as `compute_gram`. With traced parameters (a `jax.vmap` over them, `jit`,
+        `grad`) see `_traced.py`: the plan is made once, whatever the transformation."""
         rows = np.asarray(rows, np.int64)
         cols = None if cols is None else np.asarray(cols, np.int64)
-        return compute_gram(self.engine, self.params, rows, cols, block_size=block_size,
-                            progress=progress, threads=threads, devices=devices,
-                            processes=processes, out=out, max_memory=max_memory)
+
+        def run(params: Any) -> Any:
+            return compute_gram(self.engine, params, rows, cols, block_size=block_size,
+                                progress=progress, threads=threads, devices=devices,
+                                processes=processes, out=out, max_memory=max_memory)
+
+        if not self._traced(devices is not None or bool(processes) or out is not None):
+            return run(self.params)
+        shape = (len(rows), len(rows) if cols is None else len(cols))
+        return over_params(run, run, self.params, shape, self.dtype)
+
+    def _traced(self, concrete_only: bool) -> bool:
+        """Whether the parameters are traced and go through `_traced.over_params` (options
+        for concrete blocks only, `concrete_only`, go the inline way, which refuses them).
+        One value per parameter is required of concrete ones."""
+        if not params_traced(self.params):
+            if batch_size(self.params) is not None:
+                raise InputError("a tree kernel's parameters must be scalars here; for a grid "
+                                 "of values, jax.vmap over them (e.g. jax.vmap(lambda lam: "
+                                 "jkern.gram(jkern.PTK(lam), trees))(lams))")
+            return False
+        return not concrete_only
 
     def diag(self, idx: np.ndarray, *, block_size: int = 512, threads: int = 2,
              max_memory: int | str | None = None) -> jax.Array:
         """Self-kernels K(t, t) of the trees `idx` (only node pairs within a tree); in an
         extension, the extended collection's trees take theirs from its `self_kernels`."""
         idx = np.asarray(idx, np.int64)
+        if self._traced(False):
+            def run(params: Any) -> Any:
+                return compute_diag(self.engine, params, idx, block_size=block_size,
+                                    threads=threads, max_memory=max_memory)
+
+            return over_params(run, run, self.params, (len(idx),), self.dtype)
         base = self.base
         old = np.zeros(len(idx), bool) if base is None else idx < base.n_trees
-        if not old.any() or params_traced(self.params):
+        if not old.any():
             return compute_diag(self.engine, self.params, idx, block_size=block_size,
                                 threads=threads, max_memory=max_memory)
         assert base is not None

@@ -163,8 +163,21 @@ def _entry_values(buf, q, v, dev, row_off, pos, params: Params, *, plan_static, 
     return mu * sigma * (lam**2 + _subseq_sum(s, lam, max_subseq))
 
 
-@stored_program(static_argnames=("plan_static", "a_pad", "b_pad", "sub", "trips"),
-                donate_argnums=(0,))
+def param_axes(params: Params) -> Params:
+    """The `jax.vmap` axes of a batch of parameter values (`batch_size`): every scalar
+    parameter carries the batch on its axis 0, the word vectors when they are `[P, V, d]`."""
+    return Params(lam=0, mu=0,
+                  vectors=None if params.vectors is None or params.vectors.ndim == 2 else 0,
+                  threshold=None if params.threshold is None else 0,
+                  gamma=None if params.gamma is None else 0)
+
+
+def batch_size(params: Params) -> int | None:
+    """P for a batch of P parameter values (lam `[P]`, the engine's convention, see
+    `_traced.py`), None for one value."""
+    return None if jnp.ndim(params.lam) == 0 else int(jnp.shape(params.lam)[0])
+
+
 def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_static, a_pad,
                  b_pad, sub, trips=None):
     """Delta entries piece[:, start:start+count] (rows q, columns v, buf slots) into buf.
@@ -174,8 +187,16 @@ def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_st
     program serves any count, and the padding wasted on a bucket is less than `sub` entries.
     `piece` must extend at least `sub` entries past `start + count`. `trips` (static) fixes
     the trip count instead: a loop of known length, which reverse-mode differentiation needs
-    (the caller passes it when the parameters are traced).
+    (the caller passes it when the parameters are traced). A `[P, slots]` buffer holds a
+    batch of P parameter values (`param_axes`): each entry is computed for all of them.
     """
+
+    def values(buf, q, v, params):
+        return _entry_values(buf, q, v, dev, row_off, pos, params, plan_static=plan_static,
+                             a_pad=a_pad, b_pad=b_pad)
+
+    if buf.ndim == 2:
+        values = jax.vmap(values, in_axes=(0, None, None, param_axes(params)))
 
     def chunk(i, buf):
         first = start + i * sub
@@ -183,27 +204,46 @@ def fill_entries(buf, piece, start, count, dev, row_off, pos, params, *, plan_st
         live = jnp.arange(sub) < count - i * sub
         q = jnp.where(live, part[0], 0)
         v = jnp.where(live, part[1], 0)
-        out = jnp.where(live, part[2], buf.shape[0] - 1)  # the last slot takes padded writes
-        vals = _entry_values(buf, q, v, dev, row_off, pos, params, plan_static=plan_static,
-                             a_pad=a_pad, b_pad=b_pad)
-        return buf.at[out].set(vals.astype(buf.dtype))
+        out = jnp.where(live, part[2], buf.shape[-1] - 1)  # the last slot takes padded writes
+        return buf.at[..., out].set(values(buf, q, v, params).astype(buf.dtype))
 
     if trips is not None:
         return jax.lax.fori_loop(0, trips, chunk, buf)
     return jax.lax.fori_loop(0, (count + sub - 1) // sub, chunk, buf)
 
 
-@stored_program(static_argnames=("size", "dtype", "residual"))
-def new_buffer(params, *, size, dtype, residual):
-    """A zeroed Delta buffer of `size` slots (residual mode: slot 1 holds mu lam^2)."""
-    buf = jnp.zeros(size, dtype)
+_FILL_STATIC = ("plan_static", "a_pad", "b_pad", "sub", "trips")
+# The engine's own calls donate the buffer (updated in place); under a transformation
+# (grad's primal and tangent, the inline engine of `_traced.py`) nothing is donated: JAX could
+# not reuse the buffer there, and would say so with a warning.
+fill_entries_traced = jax.jit(fill_entries, static_argnames=_FILL_STATIC)
+fill_entries = stored_program(static_argnames=_FILL_STATIC, donate_argnums=(0,))(fill_entries)
+
+
+@stored_program(static_argnames=("size", "dtype", "residual", "batch"))
+def new_buffer(params, *, size, dtype, residual, batch=None):
+    """A zeroed Delta buffer of `size` slots (residual mode: slot 1 holds mu lam^2);
+    `[batch, size]` for a batch of parameter values."""
+    buf = jnp.zeros(size if batch is None else (batch, size), dtype)
     if residual:
-        buf = buf.at[1].set(jnp.asarray(params.mu, dtype) * jnp.asarray(params.lam, dtype) ** 2)
+        buf = buf.at[..., 1].set(jnp.asarray(params.mu, dtype)
+                                 * jnp.asarray(params.lam, dtype) ** 2)
     return buf
 
 
-@stored_program(donate_argnums=(0,))
+@stored_program(static_argnames=("shape", "dtype"))
+def zeros(*, shape, dtype):
+    """`jnp.zeros(shape, dtype)` as a stored program: a warm process loads it with the
+    others instead of compiling the op."""
+    return jnp.zeros(shape, dtype)
+
+
 def accumulate(out, buf, items):
     """out[seg] += buf[idx] * weight for the contraction items `int32[3, n]` (idx, seg,
-    weight) of one chunk."""
-    return out.at[items[1]].add(buf[items[0]] * items[2].astype(out.dtype))
+    weight) of one chunk (along the last axis: a batch's `[P, ...]` arrays too)."""
+    weight = items[2].astype(out.dtype).reshape((1,) * (buf.ndim - 1) + (-1,))
+    return out.at[..., items[1]].add(buf[..., items[0]] * weight)
+
+
+accumulate_traced = jax.jit(accumulate)
+accumulate = stored_program(donate_argnums=(0,))(accumulate)

@@ -46,7 +46,7 @@ from ._processes import (
     gather_rows,
     processes_mode,
 )
-from ._recurrences import Params, params_traced
+from ._recurrences import Params, batch_size, params_traced
 
 
 def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -156,6 +156,10 @@ def compute_gram(
     memory the process can take, `_budget.py`): the Gram matrix (unless written into `out`)
     and each block's working set must fit it, checked before the work; else
     `MemoryBudgetError`.
+
+    Concrete parameters with a batch axis (`batch_size`, made by `_traced.py` for a `jax.vmap`
+    over the kernel's parameters) give the `[P, n, m]` Grams of the P values, from one plan
+    and one pass over the blocks (not with `out` or `processes`).
     """
     n = len(rows)
     symmetric = cols is None
@@ -165,6 +169,11 @@ def compute_gram(
     traced = params_traced(params)
     devices = _devices(devices, traced)
     mode = processes_mode(processes, out, traced)
+    batch = None if traced else batch_size(params)
+    lead = () if batch is None else (batch,)
+    if batch is not None and (out is not None or mode is not None):
+        raise InputError("a batch of kernel parameters (jax.vmap over them) gives its Grams as "
+                         "one array: leave out= and processes= unset")
     transposed = _transposed(n, m, symmetric, block_size, mode, out)
     if transposed:  # row blocks of the m trees against the n: the Gram's column blocks
         assert cols is not None
@@ -173,7 +182,7 @@ def compute_gram(
                                                                         block_size)
     budget = memory_budget(max_memory)
     if out is None:
-        check_matrix(budget, n, m, engine.dtype.itemsize)
+        check_matrix(budget, n, m, engine.dtype.itemsize * (batch or 1))
     if symmetric:  # a tree too large alone: refused at once, named, before any block runs
         check_trees(engine, budget, rows)
     params_on: dict[Any, Params] = {None: params}
@@ -209,7 +218,7 @@ def compute_gram(
             [jnp.pad(p, ((0, 0), (s, 0))) for (s, _), p in zip(spans, parts)], axis=0)
         return jnp.triu(upper) + jnp.triu(upper, 1).T
 
-    result = (_aligned_empty((n, m), engine.dtype) if out is None
+    result = (_aligned_empty((*lead, n, m), engine.dtype) if out is None
               else check_out(out, (n, m), engine.dtype))
 
     def place(b: int, s: int, e: int) -> None:
@@ -217,17 +226,17 @@ def compute_gram(
         working set the memory budget) as two halves, each a block of its own: a block's
         working set stays bounded (a single row past the budget is refused)."""
         if e - s > 1 and _too_big(engine, budget, rows[s:e],
-                                  rows[s:] if cols is None else cols):
+                                  rows[s:] if cols is None else cols, batch or 1):
             mid = (s + e) // 2
             place(b, s, mid)
             place(b, mid, e)
             return
         part, width = block(b, s, e)
-        values = np.asarray(part)[: e - s, :width]  # waits for the block
+        values = np.asarray(part)[..., : e - s, :width]  # waits for the block
         if transposed:  # the block holds columns s:e of the Gram
-            result[:, s:e] = values.T
+            result[..., :, s:e] = np.swapaxes(values, -1, -2)
         else:  # symmetric: rows s:e against s: (the upper triangle; `_mirror` fills the rest)
-            result[s:e, s if symmetric else 0:] = values
+            result[..., s:e, s if symmetric else 0:] = values
         del part, values
         release_pages(result, s, e)
         _release_freed_memory()
@@ -260,7 +269,8 @@ def compute_gram(
         barrier("jkern.compute_gram: matrix complete")
         release_pages(result)  # pages mapped before the mirror are read again from the file
     elif symmetric:
-        _mirror(result)
+        for one in (result,) if batch is None else result:
+            _mirror(one)
     return result if out is not None else _as_jax(result)
 
 
@@ -273,11 +283,12 @@ def _cores() -> int:
 
 
 def _too_big(engine: GramEngine, budget: Budget | None, rows: np.ndarray,
-             cols: np.ndarray) -> bool:
-    """Whether the block of `rows` against `cols` is past MAX_BUFFER slots or the budget."""
+             cols: np.ndarray, batch: int = 1) -> bool:
+    """Whether the block of `rows` against `cols` (for `batch` parameter values) is past
+    MAX_BUFFER slots or the budget."""
     slots = engine.block_slots(rows, cols)
     return slots > MAX_BUFFER or (budget is not None and not budget.fits(block_bytes(
-        slots, slots, len(rows) * len(cols), engine.dtype.itemsize)))
+        slots, slots, len(rows) * len(cols), engine.dtype.itemsize * batch)))
 
 
 def _transposed(n: int, m: int, symmetric: bool, block_size: int | None, mode: str | None,
@@ -391,8 +402,10 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
     """Self-kernels K(t, t) of the trees `idx` (a JAX array); only the node pairs that share a
     tree are computed. Blocks of at most `block_size` trees, halved until their buffer fits
     the one the engine already uses (the same compiled programs) and their working set
-    `max_memory` (as `compute_gram`)."""
+    `max_memory` (as `compute_gram`). A batch of parameter values gives `[P, len(idx)]`."""
     idx = np.asarray(idx, np.int64)
+    batch = None if params_traced(params) else batch_size(params)
+    lead = () if batch is None else (batch,)
     memory = memory_budget(max_memory)
     check_trees(engine, memory, idx, BYTES_PER_DIAG_PAIR)
     budget = max(engine.buffer_slots(), _DIAG_SLOTS)
@@ -402,7 +415,7 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
             return [part]
         slots = engine.diag_slots(part)  # (its pairs within trees are at most as many)
         if slots <= budget and (memory is None or memory.fits(block_bytes(
-                slots, slots, 0, engine.dtype.itemsize, BYTES_PER_DIAG_PAIR))):
+                slots, slots, 0, engine.dtype.itemsize * (batch or 1), BYTES_PER_DIAG_PAIR))):
             return [part]
         half = len(part) // 2
         return fit(part[:half]) + fit(part[half:])
@@ -411,14 +424,14 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
     if params_traced(params):
         values = [engine.diag_block(p, params, None, memory)[: len(p)] for p in parts]
         return jnp.concatenate(values) if values else jnp.zeros(0, engine.dtype)
-    result = _aligned_empty((len(idx),), engine.dtype)
+    result = _aligned_empty((*lead, len(idx)), engine.dtype)
     offsets = np.cumsum([0] + [len(p) for p in parts])
 
     def job(k: int) -> Callable[[], None]:
         def run() -> None:
             part = parts[k]
-            result[offsets[k]:offsets[k + 1]] = np.asarray(
-                engine.diag_block(part, params, None, memory))[: len(part)]
+            result[..., offsets[k]:offsets[k + 1]] = np.asarray(
+                engine.diag_block(part, params, None, memory))[..., : len(part)]
         return run
 
     _run_blocks([job(k) for k in range(len(parts))], threads, False)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._cache import jit
 from .._programs import program_stats
 from .._validate import in_domain, is_traced
 from ..errors import InputError
@@ -36,12 +38,7 @@ from ._base import ROW_CHUNK, AbstractKernel, check_options, resolve_dtype
 from ._engine import Counts, MatchPlan, Params
 from ._prepared import PreparedTrees, reusable
 from ._schedule import release_pages
-
-_OVERFLOW = (
-    "tree kernel values overflowed {dtype} (inf/NaN in the Gram matrix): big trees or lam/mu "
-    "near 1 give huge self-kernels. Compute in float64 (dtype='float64', CLI --dtype float64) "
-    "and normalize (Normalized(kernel), CLI --normalize) if you need float32-sized values."
-)
+from ._traced import OVERFLOW
 
 
 def as_trees(xs: Sequence[Any], tree_index: int) -> list[Tree]:
@@ -60,9 +57,11 @@ def as_trees(xs: Sequence[Any], tree_index: int) -> list[Tree]:
 
 
 def _check_finite(g: Any, dtype: jnp.dtype) -> Any:
-    msg = _OVERFLOW.format(dtype=dtype.name)
+    """`g`, refused (`FloatingPointError`) when it holds inf/NaN. A traced `g` (a Gram over
+    traced parameters) was checked where it was computed (`_traced.py`)."""
+    msg = OVERFLOW.format(dtype=dtype.name)
     if is_traced(g):
-        return eqx.error_if(g, ~jnp.all(jnp.isfinite(g)), msg)
+        return g
     if isinstance(g, np.ndarray):  # the caller's `out` (maybe a memory map): row chunks
         finite = True
         for s in range(0, g.shape[0], ROW_CHUNK):
@@ -198,9 +197,21 @@ def _as_param(x: Any) -> jax.Array:
 
 
 def _decay(name: str, x: Any) -> jax.Array:
-    """A decay factor (λ, μ) as a parameter: finite and in (0, 1]."""
+    """A decay factor (λ, μ) as a parameter: finite and in (0, 1]. A traced one (a grid
+    under `jax.vmap`) is checked by one compiled program, not an op at a time."""
+    if is_traced(x):
+        return _traced_decay(x, name=name)
+    return _checked_decay(name, x)
+
+
+def _checked_decay(name: str, x: Any) -> jax.Array:
     return in_domain(name, x, float, lambda v: (v > 0) & (v <= 1),
                      "is a decay factor: it must be in (0, 1]", scalar=False)
+
+
+@functools.partial(jit, static_argnames=("name",))
+def _traced_decay(x: Any, *, name: str) -> jax.Array:
+    return _checked_decay(name, x)
 
 
 class ST(AbstractTreeKernel):
