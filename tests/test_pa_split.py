@@ -300,13 +300,14 @@ def test_common_part_finds_every_key_and_no_other(layout):
 
 
 @pytest.mark.parametrize("degree", [2, 3])
-def test_kept_ids_read_the_dense_map_and_search_the_rest(degree):
+def test_kept_ids_give_dense_ids_and_search_the_rest(degree):
     """`kept_ids` (more rows than one chunk of visits): conjunctions of the most frequent
-    features come from the dense map, the others from the search; both give each row's
-    `CommonPart.ids`, including conjunctions missing from the table (the sink)."""
-    from jkern.pa._slice import CHUNK_VISITS, _search_rows, kept_ids
+    features get arithmetic ids, the others are searched; each id names the row's
+    conjunction (a dense id its key in `dense_keys`, a table id its key in the table, the
+    sink one the table lacks), as `CommonPart.ids` computes them in one program."""
+    from jkern.pa._slice import CHUNK_VISITS, _search_rows, dense_seen, kept_ids
     from jkern.pa._split import common_part
-    from jkern.pa._table import dense_keys, n_conjunctions
+    from jkern.pa._table import dense_keys
 
     rng = np.random.default_rng(degree)
     n, F = CHUNK_VISITS + 700, 60
@@ -315,24 +316,30 @@ def test_kept_ids_read_the_dense_map_and_search_the_rest(degree):
             for _ in range(n)]
     X = SparseRows.from_rows([{int(f): 1.0 for f in r} for r in rows])
     Xf, _ = frequency_order(X).apply(X)
+    N = Xf.n_features
     keys = conjunction_table(Xf.rows(np.arange(0, n, 3)), degree)  # a table of a third
-    common = common_part(Xf, degree, Xf.n_features, keys)
-    budget = n_conjunctions(9, degree)  # the 9 most frequent features get the dense map
-    common = common.with_dense_map(budget)
-    assert common.n_dense == 9
+    common = common_part(Xf, degree, N, keys, n_dense=9)
+    assert common.n_dense == 9 and common.offset == sum(
+        [1, 9, 36, 84][:degree + 1])
     val = np.asarray(Xf.values)
-    idx = jnp.asarray(np.sort(np.where(val != 0, np.asarray(Xf.indices), Xf.n_features),
-                              axis=1), jnp.int32)
+    idx = jnp.asarray(np.sort(np.where(val != 0, np.asarray(Xf.indices), N), axis=1),
+                      jnp.int32)
     got = np.asarray(kept_ids(common, idx, 2))
     pad = -n % CHUNK_VISITS
     want = np.asarray(_search_rows(common, jnp.pad(idx, ((0, pad), (0, 0)), mode="edge")
                                    .reshape(-1, CHUNK_VISITS, idx.shape[1])))[:n]
     assert np.array_equal(got, want)
-    D = common.keys.shape[0]
-    assert np.any(got == D) and np.any((got < D) & (got > 0))
-    # and both kinds occur: conjunctions inside the 9 and conjunctions reaching past them
-    key, ok, dense = (np.asarray(a) for a in common.keys_of(idx))
-    assert np.any(dense >= 0) and np.any(ok & (dense < 0))
-    # a dense id addresses its key: the dense keys are in dense-id order
-    table = dense_keys(9, degree, common.n_common + 1)
-    assert np.array_equal(table[dense[dense >= 0]], key[dense >= 0])
+    key, ok, _ = (np.asarray(a) for a in common.keys_of(idx))
+    table = np.asarray(common.keys)
+    dense = dense_keys(9, degree, N + 1)
+    is_dense, in_table = got < common.offset, (got >= common.offset) & (got < common.size)
+    assert np.array_equal(dense[got[is_dense]], key[is_dense])
+    assert np.array_equal(table[got[in_table] - common.offset], key[in_table])
+    sink = ok & (got == common.size)
+    assert not np.any(np.isin(key[sink], table)) and np.all(key[sink] >= (9 + 1))
+    assert np.all(got[~ok] == common.size)
+    assert is_dense.any() and in_table.any() and sink.any()
+    # the dense conjunctions that occur: from the kept ids or from the rows, the same
+    seen = dense_seen(common, idx, jnp.asarray(got))
+    assert np.array_equal(seen, dense_seen(common, idx, None))
+    assert np.array_equal(np.flatnonzero(seen), np.unique(got[is_dense]))

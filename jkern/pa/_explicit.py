@@ -190,8 +190,14 @@ class ExplicitPA(eqx.Module):
                               jnp.zeros((), at.dtype)))
         _, _, ms = decide(m, ys, xs.sq_norm, self.C, self.degree, self.textbook)
         step = jnp.broadcast_to(xs.step_coef, xs.ids.shape).astype(w.dtype)
-        # the last slot (conjunctions not in the table) stays 0 whatever the coefficients
-        w = w.at[xs.ids].add(dalpha[:, None] * step).at[-1].set(0)
+
+        def write(w):
+            # the last slot (conjunctions not in the table) stays 0 whatever the coefficients
+            return w.at[xs.ids].add(dalpha[:, None] * step).at[-1].set(0)
+
+        # most blocks have no update after the first epochs: their B × K scatter is skipped
+        # (under vmap the cond is a select and both run, as before)
+        w = jax.lax.cond(jnp.any(upds), write, lambda w: w, w)
         return ExplicitState(w, state.n_updates + jnp.sum(upds, dtype=jnp.int32)), ms, upds
 
 
@@ -275,7 +281,8 @@ class ConjunctionModel(eqx.Module):
 
 
 def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None,
-                      limit: int | None = None, chunk: int = 1 << 22) -> np.ndarray | None:
+                      limit: int | None = None, chunk: int = 1 << 22,
+                      n_dense: int = 0) -> np.ndarray | None:
     """The sorted int64 keys of every conjunction (∅ and 1..d features) of `X`'s rows.
 
     Enumerated `chunk` keys at a time (rows in chunks), so memory follows the table, not
@@ -288,35 +295,47 @@ def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None
             features, keyed in base n_common + 1); None: every feature (base n_features + 1).
         limit: give up, returning None, once the table holds more than `limit` keys.
         chunk: keys enumerated at a time.
+        n_dense: leave out the conjunctions of features below `n_dense` (∅ included): they
+            have arithmetic ids (`CommonPart.n_dense`).
     """
     d = X.n_features if n_common is None else n_common
-    keys, complete = distinct_keys(X, degree, _base(d, degree), d, limit=limit, chunk=chunk)
+    keys, complete = distinct_keys(X, degree, _base(d, degree), d, limit=limit, chunk=chunk,
+                                   n_dense=n_dense)
     return keys if complete else None
 
 
 def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
-                  limit: int | None = None, chunk: int = 1 << 22) -> tuple[np.ndarray, bool]:
+                  limit: int | None = None, chunk: int = 1 << 22,
+                  n_dense: int = 0) -> tuple[np.ndarray, bool]:
     """(the sorted distinct keys in `base` of the conjunctions of features below `below`
     of `X`'s rows, complete?). With `limit`, the enumeration stops once more than `limit`
     keys are found, returning those found so far (a subset of the table) and False.
 
     Where every key is below BITMAP_KEYS the keys found are marked in a byte map (a
-    scatter; N = 511 at d = 3), else each chunk's are sorted and merged."""
+    scatter; N = 511 at d = 3), else each chunk's are sorted and merged. `n_dense`: the
+    conjunctions whose features are all below it (∅ included) are left out (a key of size
+    j is one when below (n_dense + 1) base^(j - 1): its top digit, the largest feature + 1,
+    is at most n_dense)."""
     idx, val = np.asarray(X.indices), np.asarray(X.values)
     width = int(np.sum((val != 0) & (idx < below), axis=1).max(initial=0))
     per_row = sum(math.comb(width, j) for j in range(degree + 1))
     step = max(1, chunk // per_row)
     space = min(base, below + 1) ** degree  # keys are below this
     seen = np.zeros(space, bool) if space <= BITMAP_KEYS else None
-    table = np.zeros(1, np.int64)  # ∅
+    table = np.zeros(0 if n_dense else 1, np.int64)  # ∅, unless left out
     parts: list[np.ndarray] = []
     pending = 0
     # merge the chunks' distinct keys now and then (memory), and check the limit then
     merge_at = chunk if limit is None else min(chunk, max(limit // 2, 1))
     for start in range(0, len(idx), step):
-        keys, _ = _conjunction_keys((idx[start:start + step], val[start:start + step]),
-                                    degree, base, below)
-        keys = keys[keys >= 0]
+        keys, sizes = _conjunction_keys((idx[start:start + step], val[start:start + step]),
+                                        degree, base, below)
+        if n_dense:
+            dense_below = np.asarray([1] + [(n_dense + 1) * base ** (j - 1)
+                                            for j in range(1, degree + 1)], np.int64)
+            keys = keys[keys >= dense_below[sizes]]
+        else:
+            keys = keys[keys >= 0]
         if seen is not None:
             seen[keys] = True
             pending += len(keys)
@@ -335,7 +354,7 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
             if limit is not None and len(table) > limit:
                 return table, False
     if seen is not None:
-        seen[0] = True
+        seen[0] = not n_dense
         table = np.flatnonzero(seen)
         return table, limit is None or len(table) <= limit
     return table, True

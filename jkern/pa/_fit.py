@@ -44,15 +44,14 @@ from ._explicit import (
     ConjunctionModel,
     ExpandedInstance,
     ExplicitPA,
-    conjunction_table,
     expand,
     index_rows,
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
-from ._slice import CHUNK_VISITS, fit_split, kept_ids
+from ._slice import CHUNK_VISITS, dense_seen, fit_split, kept_ids
 from ._split import common_part
-from ._table import CommonPart
+from ._table import CommonPart, dense_keys
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -514,16 +513,16 @@ def _fit_explicit(p: _Problem, *, mode: str, **unused: Any) -> _Run:
     over every example's conjunction ids) or on the primitive features (`linear`)."""
     X = p.X
     linear = mode == "linear"
-    keys = np.zeros(0, np.int64) if linear else conjunction_table(X, p.degree)
-    assert keys is not None
     learner = ExplicitPA(p.C, degree=1 if linear else p.degree,
                          textbook=p.textbook and not linear, exact=p.exact)
-    state = learner.init(X.n_features if linear else len(keys), dtype=p.dtype)
     if linear:
+        keys = np.zeros(0, np.int64)
+        state = learner.init(X.n_features, dtype=p.dtype)
         data = expand(X, keys, degree=p.degree, linear=True, dtype=p.dtype)
         order, _ = _stream(p.orders, 1)
         state, ms, upds = _run_explicit(learner, state, data, p.y, jnp.asarray(order),
                                         p.record)
+        w = state.w
     else:
         F = X.n_features
         val = np.asarray(X.values)
@@ -532,16 +531,40 @@ def _fit_explicit(p: _Problem, *, mode: str, **unused: Any) -> _Run:
         n = len(val)
         size = -(-min(CHUNK_VISITS, n * p.epochs) // p.block) * p.block
         order, mask = _stream(p.orders, size)
-        common = common_part(X, p.degree, F, keys)
+        common = common_part(X, p.degree, F)
+        state = learner.init(common.size, dtype=p.dtype)
         idx_j = jnp.asarray(idx, jnp.int32)
+        kept = kept_ids(common, idx_j, p.epochs)
+        seen = dense_seen(common, idx_j, kept)
         state, ms, upds = _run_conjunctions(
             learner, common, state, idx_j, sq, p.y, jnp.asarray(order), jnp.asarray(mask),
-            p.record, kept_ids(common, idx_j, p.epochs), p.block)
-    w = state.w.astype(p.dtype) / SCALE if p.exact else state.w
+            p.record, kept, p.block)
+        del kept  # (the ids are the largest array of a fit)
+        keys, w = _model_weights(common, seen, state.w)
+    w = w.astype(p.dtype) / SCALE if p.exact else w
     code = jnp.where(jnp.all(jnp.isfinite(w)), RESULTS.successful, RESULTS.nonfinite)
     model = ConjunctionModel(w, keys, degree=1 if linear else p.degree, linear=linear,
                              n_features=X.n_features, ids=X.ids)
     return _Run(model, ms, upds, code)
+
+
+def _model_weights(common: CommonPart, seen: np.ndarray, w: Array) -> tuple[np.ndarray, Array]:
+    """(sorted keys, weights and the sink's 0 last) of the conjunction model from a fit's
+    weights in `common`'s layout: the dense conjunctions that occur in the training rows
+    (`seen`), keyed, merged with the table's (traceable in the weights: one grid of C, one
+    key set)."""
+    table = np.asarray(common.keys, np.int64)
+    first = int(np.searchsorted(table, 0))  # an empty table's one key is -1
+    table = table[first:]
+    dense = np.flatnonzero(seen)
+    dkeys = (dense_keys(common.n_dense, common.degree, common.n_common + 1)[dense]
+             if common.n_dense else np.zeros(0, np.int64))
+    # both sorted and disjoint: the dense keys go in at their places (no sort of the whole)
+    at = np.searchsorted(table, dkeys)
+    keys = np.insert(table, at, dkeys)
+    ids = np.insert(np.arange(common.offset + first, common.size, dtype=np.int32), at,
+                    dense.astype(np.int32))
+    return keys, jnp.concatenate([w[jnp.asarray(ids)], jnp.zeros((1,), w.dtype)])
 
 
 _LEARNERS = {"kernel": _fit_kernel, "block": _fit_kernel, "splitting": _fit_split,

@@ -123,13 +123,13 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> Array | None:
     n, k = indices.shape
     if epochs < 2 or n <= CHUNK_VISITS or n * common.n_ids * 4 > IDS_BYTES:
         return None
-    if common.dense_pos is None:  # a table without a dense map: search every key
+    if not common.n_dense:  # no dense conjunctions: search every key
         rows = jnp.pad(indices, ((0, -n % CHUNK_VISITS), (0, 0)), mode="edge")
         return _search_rows(common, rows.reshape(-1, CHUNK_VISITS, k))[:n]
-    # The conjunctions of the most frequent features (most of them) are read off the dense
-    # map; only the others are searched, gathered on the host into pieces of SEARCH_KEYS.
-    # The ids are written chunk by chunk into one donated buffer (the last chunk overlaps
-    # the one before instead of padding past n: no second copy of the ids).
+    # The conjunctions of the most frequent features (most of them) have arithmetic ids;
+    # only the others are searched, gathered on the host into pieces of SEARCH_KEYS. The
+    # ids are written chunk by chunk into one donated buffer (the last chunk overlaps the
+    # one before instead of padding past n: no second copy of the ids).
     out = jnp.zeros((n, common.n_ids), jnp.int32)
     for start in range(0, n, CHUNK_VISITS):
         start = min(start, n - CHUNK_VISITS)
@@ -145,13 +145,13 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> Array | None:
             assert keys is not None
             want = np.zeros(SEARCH_KEYS, keys.dtype)  # padding: ∅'s key
             want[:len(part)] = keys.reshape(-1)[part]
-            flat[part] = np.asarray(_search_keys(common, want))[:len(part)]
+            flat[part] = common.offset + np.asarray(_search_keys(common, want))[:len(part)]
         out = _put_rows(out, ids, start)
     return out
 
 
 SEARCH_KEYS = 1 << 16  # keys searched in one call (one program whatever the data)
-_SEARCH = -2  # a conjunction to search (not in the dense map's range)
+_SEARCH = -2  # a conjunction to search (not a dense one)
 
 
 @filter_jit
@@ -161,14 +161,36 @@ def _search_rows(common: CommonPart, rows):
 
 @filter_jit
 def _dense_pass(common: CommonPart, rows):
-    """`[rows, K]` the ids of the dense-map conjunctions, the sink where not all features
-    are common, `_SEARCH` for the others."""
+    """`[rows, K]` the dense conjunctions' ids, the sink where not all features are
+    common, `_SEARCH` for the others."""
     _, ok, dense = common.keys_of(rows)
-    D = common.keys.shape[0]
-    assert common.dense_pos is not None
-    ids = jnp.where(dense >= 0, common.dense_pos[jnp.maximum(dense, 0)],
-                    jnp.where(ok, _SEARCH, D))
-    return ids.astype(jnp.int32)
+    return jnp.where(dense >= 0, dense, jnp.where(ok, _SEARCH, common.size)).astype(jnp.int32)
+
+
+def dense_seen(common: CommonPart, indices: Array, kept: Array | None) -> np.ndarray:
+    """`[offset]` which dense conjunctions occur in the rows of `indices` (their ids in
+    `kept`, `kept_ids`' answer, when there; else computed a chunk at a time)."""
+    seen = jnp.zeros((common.offset + 1,), bool)  # the last: every other id
+    n = indices.shape[0]
+    step = CHUNK_VISITS
+    for start in range(0, n, step):
+        start = max(0, min(start, n - step))  # marking twice is harmless: one shape
+        if kept is not None:
+            seen = _mark_ids(seen, kept[start:start + step])
+        else:
+            seen = _mark_rows(seen, common, indices[start:start + step])
+    return np.asarray(seen[:-1])
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _mark_ids(seen, ids):
+    return seen.at[jnp.minimum(ids, seen.shape[0] - 1)].set(True)
+
+
+@filter_jit
+def _mark_rows(seen, common: CommonPart, rows):
+    dense = common.keys_of(rows)[2]
+    return seen.at[jnp.where(dense >= 0, dense, seen.shape[0] - 1)].set(True)
 
 
 @filter_jit

@@ -58,7 +58,7 @@ from ._explicit import (
     rebase,
 )
 from ._kernel import claim_slot, decide, kernel_int
-from ._table import CommonPart
+from ._table import CommonPart, dense_features
 
 GROUP = 64  # index entries per chunk of the rare-feature walk
 TABLE_BYTES = 16  # one common conjunction: its int64 key and its weight
@@ -182,10 +182,16 @@ def posting_starts(X: SparseRows, first_rows: np.ndarray, n_common: int, *,
 
 
 def common_part(Xf: SparseRows, degree: int, n_common: int,
-                keys: np.ndarray | None = None) -> CommonPart:
+                keys: np.ndarray | None = None, n_dense: int | None = None) -> CommonPart:
     """The `CommonPart` of frequency-ordered rows `Xf` for N = `n_common` (`keys`: its
-    table when already built)."""
-    keys = conjunction_table(Xf, degree, n_common=n_common) if keys is None else keys
+    whole table when already built): the conjunctions of the `n_dense` most frequent
+    features (default `dense_features`) by arithmetic ids, the others in a table (a fit
+    finds every example's ids once, `_slice.kept_ids`: only those are searched)."""
+    n_dense = dense_features(n_common, degree) if n_dense is None else min(n_dense, n_common)
+    if keys is None:
+        keys = conjunction_table(Xf, degree, n_common=n_common, n_dense=n_dense)
+    else:
+        keys = keys[largest_feature(keys, n_common + 1) >= n_dense]
     assert keys is not None
     idx, val = np.asarray(Xf.indices), np.asarray(Xf.values)
     width = int(np.sum((val != 0) & (idx < n_common), axis=1).max(initial=0))
@@ -194,8 +200,7 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
         raise InputError(f"n_common={n_common} at degree {degree} needs 64-bit keys: enable "
                          "x64 (jax.config.update('jax_enable_x64', True)) or pass a smaller "
                          "n_common")
-    # a fit finds every example's ids once (`_slice.kept_ids`): the dense map pays there
-    return CommonPart.of(keys, n_common, width, degree).with_dense_map()
+    return CommonPart.of(keys, n_common, width, degree, n_dense)
 
 
 def positions_in(rows: Int[Array, "G k"], xs: Int[Array, "G k"], n_features: int
@@ -263,7 +268,7 @@ class SplitPA(eqx.Module):
             slot=jnp.full((n_vectors,), -1, jnp.int32),
             n_sv=jnp.zeros((), jnp.int32), n_updates=jnp.zeros((), jnp.int32),
             overflow=jnp.zeros((), bool),
-            w=jnp.zeros((self.common.keys.shape[0] + 1,), adt),
+            w=jnp.zeros((self.common.size + 1,), adt),
             post=jnp.zeros((1 << max(int(post_start[-1]) - 1, 0).bit_length(),), jnp.int32),
             post_start=jnp.asarray(post_start, jnp.int32),
             post_count=jnp.zeros((F,), jnp.int32),

@@ -66,11 +66,12 @@ class CommonPart(eqx.Module):
         probes: binary-search steps that find a key in its bucket (static).
         hashed_keys: `[D]` the keys ordered by (bucket, key), or None (high-bit buckets).
         hashed_pos: `[D]` the position in `keys` of each of `hashed_keys`.
-        dense_pos: `[n_conjunctions(n_dense, d)]` the position in `keys` of each
-            conjunction of the `n_dense` most frequent features by its dense id (∅ 0, then
-            size by size, Σ_i C(f_i, i + 1) over its features f_0 < f_1 < ..., the
-            combinatorial number system), D where absent; or None (`with_dense_map`).
-        n_dense: the features of the dense map (static).
+        n_dense: (static) the conjunctions of the `n_dense` most frequent features (ids
+            below it) are not in the table: each has a weight of its own at its dense id,
+            arithmetic (∅ 0, then size by size, Σ_i C(f_i, i + 1) over its features
+            f_0 < f_1 < ..., the combinatorial number system), as opal's arrays for its
+            most frequent features; the table's keys follow at `offset` + their position.
+            0: every conjunction is in the table.
     """
 
     keys: Int[Array, " D"]
@@ -82,8 +83,18 @@ class CommonPart(eqx.Module):
     probes: int = eqx.field(static=True, default=0)
     hashed_keys: Int[Array, " D"] | None = None
     hashed_pos: Int[Array, " D"] | None = None
-    dense_pos: Int[Array, " Dd"] | None = None
     n_dense: int = eqx.field(static=True, default=0)
+
+    @property
+    def offset(self) -> int:
+        """The weights of the dense conjunctions (0 without them): the table's first id."""
+        return n_conjunctions(self.n_dense, self.degree) if self.n_dense else 0
+
+    @property
+    def size(self) -> int:
+        """The weights (dense ones, then the table's); the sink id (conjunctions that have
+        none) is this."""
+        return self.offset + self.keys.shape[0]
 
     @property
     def n_ids(self) -> int:
@@ -91,28 +102,18 @@ class CommonPart(eqx.Module):
         return n_conjunctions(self.width, self.degree)
 
     @classmethod
-    def of(cls, keys: np.ndarray, n_common: int, width: int, degree: int) -> CommonPart:
+    def of(cls, keys: np.ndarray, n_common: int, width: int, degree: int,
+           n_dense: int = 0) -> CommonPart:
         """The bucketed table of sorted host `keys` in base `n_common + 1`: int64 keys where
-        they can pass int32 (the caller enables x64 for those), else int32."""
+        they can pass int32 (the caller enables x64 for those), else int32. `n_dense`: the
+        keys leave out the conjunctions of features below it (they have dense ids); a table
+        left empty holds one key that matches none (-1)."""
         big = (n_common + 1) ** degree >= 2 ** 31
+        keys = np.asarray(keys)
+        if len(keys) == 0:
+            keys = np.full(1, -1, np.int64)
         return cls(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
-                   degree).bucketed()
-
-    def with_dense_map(self, budget: int = DENSE_IDS) -> CommonPart:
-        """This table with a direct map from the conjunctions of its `n_dense` most frequent
-        features (`dense_features`) to their positions (host): those are found by one
-        gather at an arithmetic address (their dense ids, `keys_of`), not searched, as
-        opal's arrays for its most frequent features. `kept_ids` searches only the others."""
-        n_dense = dense_features(self.n_common, self.degree, budget)
-        keys = np.asarray(self.keys)
-        D = len(keys)
-        # every possible dense conjunction's key, in dense-id order, searched in the table
-        want = dense_keys(n_dense, self.degree, self.n_common + 1).astype(keys.dtype)
-        pos = np.minimum(np.searchsorted(keys, want), D - 1)
-        pos = np.where(keys[pos] == want, pos, D).astype(np.int32)
-        return CommonPart(self.keys, self.n_common, self.width, self.degree,
-                          self.bucket_start, self.shift, self.probes, self.hashed_keys,
-                          self.hashed_pos, jnp.asarray(pos), n_dense)
+                   degree, n_dense=n_dense).bucketed()
 
     def bucketed(self) -> CommonPart:
         """This table with buckets of a hash of its keys (host): between one and two keys
@@ -134,13 +135,13 @@ class CommonPart(eqx.Module):
         return CommonPart(self.keys, self.n_common, self.width, self.degree,
                           jnp.asarray(start), bits, probes,
                           jnp.asarray(keys[order], self.keys.dtype), jnp.asarray(order),
-                          self.dense_pos, self.n_dense)
+                          self.n_dense)
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
         return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
                           self.shift, self.probes, self.hashed_keys, self.hashed_pos,
-                          self.dense_pos, self.n_dense)
+                          self.n_dense)
 
     def find(self, key: Array) -> Array:
         """The position of each key in the table (of some other key where absent:
@@ -173,7 +174,8 @@ class CommonPart(eqx.Module):
         f = indices[..., :self.width]
         common = f < self.n_common
         zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
-        keys, oks, dense = [zero.astype(self.keys.dtype)], [zero == 0], [zero]  # ∅
+        keys, oks = [zero.astype(self.keys.dtype)], [zero == 0]  # ∅
+        dense = [zero if self.n_dense else zero - 1]
         for j, combo in enumerate(combinations(self.width, self.degree), 1):
             if combo.size == 0:
                 break
@@ -192,11 +194,13 @@ class CommonPart(eqx.Module):
 
     def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
         """The weight ids of x's common conjunctions (∅ first, then by size over the static
-        position combinations); conjunctions not in the table get the sink id D. A batch
-        of rows is one vectorized search (done ahead of the sequential scan)."""
-        key, ok, _ = self.keys_of(indices)
+        position combinations): dense ids, else `offset` + the position in the table;
+        conjunctions that have no weight get the sink id `size`. A batch of rows is one
+        vectorized search (done ahead of the sequential scan)."""
+        key, ok, dense = self.keys_of(indices)
         # one search for all sizes, on keys computed once (not re-fused into every probe)
-        return self.search(jax.lax.optimization_barrier(key), ok)
+        pos = self.search(jax.lax.optimization_barrier(key), ok)
+        return jnp.where(dense >= 0, dense, self.offset + pos).astype(jnp.int32)
 
     def search(self, key: Array, ok: Array) -> Array:
         """The position of each key in the table where `ok`, else the sink D."""
@@ -210,7 +214,7 @@ class CommonPart(eqx.Module):
         sizes = [0] + [j for j, combo in enumerate(combinations(self.width, self.degree), 1)
                        for _ in range(combo.shape[0])]
         col = jnp.asarray(np.asarray(c)[np.asarray(sizes, np.int64)], dtype)
-        return jnp.where(ids < self.keys.shape[0], col, 0)
+        return jnp.where(ids < self.size, col, 0)
 
 
 def dense_features(n_common: int, degree: int, budget: int = DENSE_IDS) -> int:
