@@ -324,7 +324,7 @@ def padded_projection(kernel, trees, g_train, m: int, key):
     samplings, one shape keeps one compiled program per landmark count. Returns (landmark
     indices, H `[m, m]` float64)."""
 
-    idx = np.asarray(jkern.select_landmarks(key, len(trees), m))
+    idx = np.asarray(jkern.select_landmarks(len(trees), m, key=key))
     proj = jkern.projector_from_gram(kernel, [trees[i] for i in idx], g_train[np.ix_(idx, idx)])
     h = np.asarray(proj.projection)
     return idx, np.pad(h, ((0, 0), (0, m - h.shape[1])))

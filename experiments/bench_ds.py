@@ -81,7 +81,7 @@ def worker(solver: str, path: str, tol: float, form: str, again: bool) -> None:
         method = {"jkern": "fista", "jkern-hybrid": "hybrid", "jkern-bcd": "bcd"}[solver]
         max_iter = 1_000 if method == "hybrid" else 1_000_000  # cycles, or steps / sweeps
         sol = ds.fit(x, data["mention_pair"], data["relations"], lam=1.0, mu=1.0, tol=tol,
-                     method=method, max_iter=max_iter, dtype="float64")
+                     method=method, max_iter=max_iter, dtype="float64", key=None)
         objective = float(sol.stats["primal"])
         out["solve_s"] = time.perf_counter() - t0
         out.update(objective=objective, dual=float(sol.stats["dual"]),
@@ -90,7 +90,7 @@ def worker(solver: str, path: str, tol: float, form: str, again: bool) -> None:
         if again:  # the same solve in this process: compiled, the iterations alone
             t0 = time.perf_counter()
             again_sol = ds.fit(x, data["mention_pair"], data["relations"], lam=1.0, mu=1.0,
-                               tol=tol, method=method, max_iter=max_iter, dtype="float64")
+                               tol=tol, method=method, max_iter=max_iter, dtype="float64", key=None)
             float(again_sol.stats["primal"])
             out["again_s"] = time.perf_counter() - t0
     else:

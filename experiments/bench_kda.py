@@ -87,7 +87,7 @@ def bench(train, y, classes, dropout, l2, m: int, epochs: int, repeats: int) -> 
         return kda.fit_grid(models, c, y, keys=keys, l2=l2, data_key=data_key, **options)
 
     def fits():
-        return [kda.fit(singles[g], c, y, key=keys[g], l2=l2[g], data_key=data_key,
+        return [kda.fit(c, y, model=singles[g], key=keys[g], l2=l2[g], data_key=data_key,
                         **options).model for g in range(G)]
 
     def script():

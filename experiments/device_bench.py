@@ -229,7 +229,7 @@ def kda_loop_workload(inputs: Inputs) -> Workload:
     singles = [kda.grid_member(s["models"], g) for g in range(len(s["keys"]))]
 
     def loop():
-        return [kda.fit(model, c, s["y"], key=s["keys"][g], l2=s["l2"][g],
+        return [kda.fit(c, s["y"], model=model, key=s["keys"][g], l2=s["l2"][g],
                         **kda_options(inputs)).model for g, model in enumerate(singles)]
 
     return Workload(loop, "float32", kda_size(inputs),
@@ -256,7 +256,7 @@ def ds_workload(inputs: Inputs, method: str) -> Workload:
 
     def solve():
         return ds.fit(p["x"], p["mention_pair"], p["relations"], lam=1.0, mu=1.0, tol=DS_TOL,
-                      method=method, max_iter=DS_MAX_ITER[method], dtype="float64")
+                      method=method, max_iter=DS_MAX_ITER[method], dtype="float64", key=None)
 
     return Workload(solve, "float64",
                     {"mentions": inputs.args.ds_mentions, "features": FEATURES,

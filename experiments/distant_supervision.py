@@ -226,7 +226,7 @@ def grave(x_train, x_test, train: DsSplit, test: DsSplit, args, classes) -> tupl
     sol = ds.fit(x_train, train.mentions.mention_pair, train.relations, lam=args.lam,
                  mu=args.mu, tol=args.tol, max_iter=args.max_iter, classes=classes,
                  method=args.method, refine=args.refine, check_every=args.check_every,
-                 dtype=args.dtype)
+                 dtype=args.dtype, key=None)
     jax.block_until_ready(sol.stats["primal"])
     seconds = time.perf_counter() - t0
     st = sol.stats

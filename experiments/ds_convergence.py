@@ -58,7 +58,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         sol = ds.fit(x, m.mention_pair, train.relations, lam=float(lam), mu=1.0, tol=args.tol,
                      method=method, max_iter=int(max_iter), check_every=int(check_every),
-                     refine=int(refine))
+                     refine=int(refine), key=None)
         gap = float(sol.stats["gap"])
         seconds = time.perf_counter() - t0
         history = np.asarray(sol.stats["history"])

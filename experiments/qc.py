@@ -86,7 +86,7 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             for s in range(args.samplings):
                 key = jax.random.PRNGKey(1000 * m + s)
-                idx = jkern.select_landmarks(key, len(y_train), m)
+                idx = jkern.select_landmarks(len(y_train), m, key=key)
                 proj = jkern.projector_from_gram(KERNELS[name](), [train.trees[i] for i in idx],
                                                  g_train[np.ix_(idx, idx)])
                 x_train = np.asarray(proj.embed_columns(jnp.asarray(g_train[:, idx])))

@@ -133,7 +133,7 @@ def _kda_from_arrays(data: Any, prefix: str = "kda.", source: str = "<arrays>") 
     # the tree structure comes from a skeleton of the same configuration, built abstractly:
     # shapes only, so widths the file merely claims allocate nothing
     skeleton = jax.eval_shape(lambda: KDA.init(
-        jax.random.PRNGKey(0), leaves[0], header["classes"], hidden=header["hidden"],
+        leaves[0], header["classes"], key=jax.random.PRNGKey(0), hidden=header["hidden"],
         train_nystrom=header["train_nystrom"], dtype=leaves[0].dtype))
     template = jax.tree_util.tree_leaves(skeleton)
     if len(template) != len(leaves) or any(

@@ -20,15 +20,15 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._progress import phase
-from ._validate import finite_model, is_traced
+from ._validate import finite_model, is_traced, resolve_dtype
 from .errors import InputError
-from .kernels._base import AbstractKernel, Normalized, Scaled, resolve_dtype
+from .kernels._base import AbstractKernel, Normalized, Scaled
 from .kernels._budget import check_landmarks, memory_budget
 from .kernels._prepared import remembered
 from .kernels._tree_kernels import AbstractTreeKernel
 
 
-def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None = None
+def select_landmarks(n: int, m: int, *, key: Array, labels: Sequence[Any] | None = None
                      ) -> np.ndarray:
     """Indices of `m` landmarks among `n` inputs, sampled uniformly without replacement.
 
@@ -37,7 +37,7 @@ def select_landmarks(key: Array, n: int, m: int, *, labels: Sequence[Any] | None
     `m` allows), sampled uniformly without replacement inside the class.
 
     >>> import jax
-    >>> idx = select_landmarks(jax.random.PRNGKey(0), 10, 4)
+    >>> idx = select_landmarks(10, 4, key=jax.random.PRNGKey(0))
     >>> len(idx), len(set(idx.tolist())), bool(idx.max() < 10)
     (4, 4, True)
     """
@@ -208,7 +208,7 @@ def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key
         rcond: drop eigen-components with s_i / s_0 below it.
         dtype: computation dtype of K(L, L).
         gram: W = K(L, L) if already computed (e.g. a sub-block of a full Gram), in the
-            order of `select_landmarks(key, len(x), landmarks, labels=labels)`.
+            order of `select_landmarks(len(x), landmarks, key=key, labels=labels)`.
         **gram_options: the Gram engine's options; with `progress=True` the fit is one
             phase on stderr (`Nystrom projector, M landmarks ...`, then its time) around
             the engine's bar.
@@ -227,7 +227,7 @@ def _fit(kernel: AbstractKernel, x: Sequence[Any], landmarks: int, key: Array,
          labels: Sequence[Any] | None, rcond: float, dtype: Any, gram: Any,
          gram_options: dict[str, Any]) -> Nystrom:
     """`fit_nystrom` without its progress phase (the engine's bar still shows)."""
-    idx = select_landmarks(key, len(x), landmarks, labels=labels)
+    idx = select_landmarks(len(x), landmarks, key=key, labels=labels)
     check_landmarks(memory_budget(gram_options.get("max_memory")), len(idx),
                     resolve_dtype(dtype).itemsize)
     chosen = tuple(x[int(i)] for i in idx)

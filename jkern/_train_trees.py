@@ -32,6 +32,7 @@ from .svm._cpa import cpa, svm_light_C
 from .svm._dcd import dcd, dcd_ovr
 from .svm._expansion import KernelExpansion, stack_expansions
 from .svm._ksvm import ksvm, ksvm_ovr
+from .svm._ovr import stack_stats
 
 
 def check_kda_options(*, dropout: Any, dev_fraction: float | None,
@@ -152,8 +153,10 @@ def train_cutting_plane(kernel: AbstractKernel, trees: Sequence[Any], labels: Se
                         *, key: jax.Array, C: float = 1.0, c_light: float | None = None,
                         j: float | None = None, **options: Any) -> Solution[KernelExpansion]:
     """Cutting-plane SVMs (`cpa`): one binary model for two classes (its classes named in
-    `(negative, positive)` order, the positive class by `positive_class`), one per class
-    against the rest otherwise, merged over the union of their support trees.
+    `(negative, positive)` order, the positive class by `positive_class`; `cpa`'s result and
+    stats), one per class against the rest otherwise, merged over the union of their support
+    trees (`result` `[k]`, the stats with a leading class axis, `jkern.svm.stack_stats`: a
+    list of k where the classes differ in shape, e.g. `history`).
 
     Args:
         C: the 1-slack C, unless `c_light` gives SVM-light's C (then C = c_light times the
@@ -178,13 +181,12 @@ def train_cutting_plane(kernel: AbstractKernel, trees: Sequence[Any], labels: Se
         sols.append(cpa(trees, y, kernel=kernel, C=c, class_weight=class_weight, key=key,
                         callback=cpa_iterations(on, what, epsilon, callback), **options))
         end_line(on)
-    stats = {name: [s.stats[name] for s in sols] for name in sols[0].stats}
-    result = jnp.stack([s.result for s in sols])
-    if len(classes) == 2:
+    if len(classes) == 2:  # one binary learner: its own result and stats
         pos = targets[0]
         named = (classes[1 - pos].item(), classes[pos].item())
-        model = sols[0].model
-        model = KernelExpansion(model.kernel, model.coef, model.intercept, model.support,
-                                model.support_inputs, named)
-        return Solution(model, result[0], stats)
-    return Solution(stack_expansions([s.model for s in sols], classes.tolist()), result, stats)
+        sol = sols[0]
+        model = KernelExpansion(sol.model.kernel, sol.model.coef, sol.model.intercept,
+                                sol.model.support, sol.model.support_inputs, named)
+        return Solution(model, sol.result, sol.stats)
+    return Solution(stack_expansions([s.model for s in sols], classes.tolist()),
+                    jnp.stack([s.result for s in sols]), stack_stats([s.stats for s in sols]))

@@ -74,11 +74,25 @@ def positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def resolve_dtype(dtype: Any) -> jnp.dtype:
+    """The float dtype to compute in (None: JAX's default float, float64 under x64, else
+    float32); float64 needs JAX's x64 mode."""
+    if dtype is None:
+        return jnp.zeros((), float).dtype  # float64 under x64, else float32
+    dt = jnp.dtype(dtype)
+    if dt == jnp.float64 and not jax.config.read("jax_enable_x64"):
+        raise InputError(
+            "float64 needs JAX's 64-bit mode: call jax.config.update('jax_enable_x64', True) "
+            "before using jkern (the jkern CLI does this for --dtype float64)"
+        )
+    if dt not in (jnp.float32, jnp.float64):
+        raise InputError(f"dtype must be float32 or float64, got {dt}")
+    return dt
+
+
 def float_dtype(requested: Any, data: Any = None) -> Any:
     """The dtype a learner computes in: `requested`, else the data's floating dtype, else
     JAX's default float (float64 under x64). float64 without x64 is an error."""
-    from .kernels._base import resolve_dtype
-
     if requested is None and data is not None:
         dt = jnp.asarray(data).dtype if not hasattr(data, "dtype") else data.dtype
         if jnp.issubdtype(dt, jnp.floating):

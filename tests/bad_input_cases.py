@@ -228,17 +228,17 @@ def _run(code: str) -> Callable[[], object]:
 CASES: list[tuple[str, str]] = [
     # binary learners and one class
     ("svm.ksvm(GRAM, [1, 1, 1, 1])", "InputError"),
-    ("svm.cpa(trees, [1, 1, 1, 1], kernel=jkern.SST(0.4))", "InputError"),
+    ("svm.cpa(trees, [1, 1, 1, 1], kernel=jkern.SST(0.4), key=key)", "InputError"),
     ("svm.dcd(np.ones((4, 2)), [-1, -1, -1, -1], key=key)", "InputError"),
-    ("kda.fit(kda.KDA.init(key, np.eye(3), (0, 1), hidden=(4,)), np.ones((4, 3)), [0, 0, 0, 0], "
-     "key=key)", "InputError"),
+    ("kda.fit(np.ones((4, 3)), [0, 0, 0, 0], model=kda.KDA.init(np.eye(3), (0, 1), key=key, "
+     "hidden=(4,)), key=key)", "InputError"),
     # NaN and inf
     ("svm.ksvm(gram_with(np.nan), LABELS)", "InputError"),
     ("svm.ksvm(gram_with(np.inf), LABELS)", "InputError"),
     ("svm.dcd(poisoned(np.nan), LABELS, key=key)", "InputError"),
     ("jkern.RBF(0.5).gram(poisoned(np.inf))", "InputError"),
-    ("kda.fit(kda.KDA.init(key, np.eye(3), (0, 1), hidden=(4,)), poisoned(np.nan), "
-     "[0, 1, 0, 1], key=key)", "InputError"),
+    ("kda.fit(poisoned(np.nan), [0, 1, 0, 1], model=kda.KDA.init(np.eye(3), (0, 1), key=key, "
+     "hidden=(4,)), key=key)", "InputError"),
     # hyperparameters out of their domain
     ("jkern.SST(-1.0)", "InputError"),
     ("jkern.SST(0.0)", "InputError"),
@@ -248,8 +248,8 @@ CASES: list[tuple[str, str]] = [
     ("jkern.Polynomial(0)", "InputError"),
     ("svm.ksvm(GRAM, LABELS, C=0.0)", "InputError"),
     ("svm.ksvm(GRAM, LABELS, C=float('inf'))", "InputError"),
-    ("kda.fit(kda.KDA.init(key, np.eye(3), (0, 1), hidden=(4,)), np.ones((4, 3)), [0, 1, 0, 1], "
-     "key=key, l2=float('nan'))", "InputError"),
+    ("kda.fit(np.ones((4, 3)), [0, 1, 0, 1], model=kda.KDA.init(np.eye(3), (0, 1), key=key, "
+     "hidden=(4,)), key=key, l2=float('nan'))", "InputError"),
     ("jkern.fit_nystrom(jkern.SST(0.4), trees, landmarks=7, key=key)", "InputError"),
     # shapes and empty sets
     ("jkern.train_kda(jkern.fit_nystrom(jkern.SST(0.4), trees, landmarks=2, key=key), trees, "

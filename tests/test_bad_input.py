@@ -22,7 +22,7 @@ def test_a_binary_learner_refuses_one_class():
     with pytest.raises(InputError, match="both classes"):
         svm.ksvm(K4, [1, 1, 1, 1])
     with pytest.raises(InputError, match="both classes"):
-        svm.cpa(TREES, [1, 1, 1, 1], kernel=jkern.SST(0.4))
+        svm.cpa(TREES, [1, 1, 1, 1], kernel=jkern.SST(0.4), key=jax.random.key(0))
     with pytest.raises(InputError, match="both classes"):
         svm.dcd(np.ones((4, 2)), [-1, -1, -1, -1], key=jax.random.key(0))
 

@@ -10,7 +10,8 @@ is read with `ast` and held to two rules, each of which a test below shows can f
    only passes them on or converts them for output (`.tolist()`, `.shape`, `.dtype`,
    `float(x)`). Statically, that means:
    - no import of numpy, scipy or a JAX submodule, and from `jax` only what sets a command
-     up: `jax.config.update`, `jax.random.PRNGKey` / `key`, `jax.devices`;
+     up: `jax.config.update`, `jax.random.PRNGKey` / `key` / `split` (a key per consumer,
+     docs/learners.md), `jax.devices`;
    - no call of an array method that computes (`ARRAY_METHODS`: reductions, sorts, reshapes,
      `where`, `astype`, ...), on anything;
    - no multi-axis or `None`/`...` indexing (`a[:, 1:]`, `a[i, k]`) outside annotations;
@@ -35,7 +36,8 @@ import pytest
 CLI = Path(__file__).resolve().parents[1] / "jkern" / "cli"
 
 ARRAY_MODULES = ("numpy", "scipy", "jax.numpy", "jax.lax", "jax.scipy", "jax.nn", "jax.ops")
-JAX_ALLOWED = {"jax.config.update", "jax.random.PRNGKey", "jax.random.key", "jax.devices"}
+JAX_ALLOWED = {"jax.config.update", "jax.random.PRNGKey", "jax.random.key", "jax.random.split",
+               "jax.devices"}
 ARRAY_METHODS = {
     "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "bincount", "clip",
     "count_nonzero", "cumprod", "cumsum", "diff", "divmod", "dot", "flatten", "isfinite",

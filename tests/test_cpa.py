@@ -196,7 +196,7 @@ def test_precomputed_gram_gives_the_same_model(runs, trec):
     assert res.model.support == base.model.support
     np.testing.assert_allclose(res.model.coef, base.model.coef, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="gram must be"):
-        cpa(trees, y, kernel=KERNEL, gram=g[:5, :5])
+        cpa(trees, y, kernel=KERNEL, gram=g[:5, :5], key=None)
 
 
 def test_delta_counts_from_histograms_equal_the_engine_counts(runs, trec):
@@ -287,7 +287,7 @@ def test_exact_cpa_reaches_the_n_slack_optimum(trec, j):
     c = svm_light_C(c_light, y, class_weight=cw)
     assert c == pytest.approx(c_light * z.sum())
     res = cpa(trees, y, kernel=KERNEL, C=c, sample=n, epsilon=eps, max_iter=200,
-              class_weight=cw)
+              class_weight=cw, key=None)  # sample=n: the exact algorithm draws nothing
     assert res.converged
     gram = np.asarray(jkern.gram(KERNEL, trees, dtype="float64"))
     q = gram * np.outer(y, y)
@@ -356,18 +356,18 @@ def test_confirm_continues_the_same_run_until_k_consecutive_passes(trec):
 def test_rejection_sampling_follows_importance_weights():
     y = np.where(np.arange(1100) < 100, 1, -1)  # 1:10
     z = np.where(y > 0, 5.0, 1.0)  # uSVM+j's importance with j = 5
-    idx = np.concatenate([draw_sample(jax.random.PRNGKey(s), len(y), 500, z)
+    idx = np.concatenate([draw_sample(len(y), 500, z, key=jax.random.PRNGKey(s))
                           for s in range(20)])
     frac = np.mean(y[idx] > 0)
     want = 100 * 5 / (100 * 5 + 1000)  # P(positive) under z-weighted draws
     assert abs(frac - want) < 0.03
     z0 = z.copy()
     z0[:50] = 0  # zero importance: never drawn
-    idx = draw_sample(jax.random.PRNGKey(0), len(y), 2000, z0)
+    idx = draw_sample(len(y), 2000, z0, key=jax.random.PRNGKey(0))
     assert not np.any(idx < 50)
-    uniform = draw_sample(jax.random.PRNGKey(1), 30, 10, None)
+    uniform = draw_sample(30, 10, None, key=jax.random.PRNGKey(1))
     assert len(np.unique(uniform)) == 10
-    np.testing.assert_array_equal(draw_sample(jax.random.PRNGKey(1), 30, 50, None),
+    np.testing.assert_array_equal(draw_sample(30, 50, None, key=jax.random.PRNGKey(1)),
                                   np.arange(30))
 
 
@@ -408,12 +408,12 @@ def test_svm_light_c_conversion():
 def test_bad_arguments(kwargs, match):
     trees = [jkern.trees.parse_penn("(S (NP (NN a))(VP (VB b)))")] * 3
     with pytest.raises(ValueError, match=match):
-        cpa(trees, np.array([1, -1, 1]), kernel=KERNEL, **kwargs)
+        cpa(trees, np.array([1, -1, 1]), kernel=KERNEL, key=None, **kwargs)
 
 
 def test_bad_labels_and_kernels():
     trees = [jkern.trees.parse_penn("(S (NP (NN a))(VP (VB b)))")] * 2
     with pytest.raises(ValueError, match="-1 and \\+1"):
-        cpa(trees, np.array([1, 0]), kernel=KERNEL)
+        cpa(trees, np.array([1, 0]), kernel=KERNEL, key=None)
     with pytest.raises(InputError, match="tree kernel"):
-        cpa(trees, np.array([1, -1]), kernel=jkern.RBF(1.0))
+        cpa(trees, np.array([1, -1]), kernel=jkern.RBF(1.0), key=None)

@@ -18,9 +18,9 @@ import scipy.sparse as sp
 from helpers import _as_model, _linear_svc
 
 from jkern import SparseRows
+from jkern._rows import SparseRowsAccess
 from jkern.errors import InputError
 from jkern.svm import LinearSVM, dcd, dcd_grid, dcd_ovr, primal_objective
-from jkern.svm._rows import SparseRowsAccess
 
 MAX_ITER = 20_000
 N, D, NNZ = 300, 500, 10

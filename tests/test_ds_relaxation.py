@@ -77,7 +77,7 @@ def test_matches_cvxpy(case) -> None:
     features = jkern.SparseRows.from_dense(x) if sparse else x
     tol = 1e-8
     sol = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=tol, method="fista", max_iter=100_000,
-                 throw=True)
+                 throw=True, key=None)
     st = sol.stats
     primal = float(st["primal"])
     assert abs(primal - ref_value) <= 1e-6 * abs(ref_value), (primal, ref_value)
@@ -109,7 +109,7 @@ def test_block_coordinate_ascent_matches_cvxpy(case, key) -> None:
     assert abs(exact - ref_value) <= 1e-6 * abs(ref_value)
     # the same classifier as FISTA's to the precision of the solves
     fista = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=1e-10, method="fista",
-                   max_iter=200_000)
+                   max_iter=200_000, key=None)
     np.testing.assert_allclose(sol.model.decision_function(features),
                                fista.model.decision_function(features), atol=2e-3)
 
@@ -117,13 +117,14 @@ def test_block_coordinate_ascent_matches_cvxpy(case, key) -> None:
 def test_block_coordinate_ascent_on_blocks_and_vmap() -> None:
     x, mp, rel = instance(14, 90, 20, 3, sparse=True)
     blocks = (jkern.SparseRows.from_dense(x[:, :12]), x[:, 12:])
-    whole = ds.fit(x, mp, rel, lam=0.5, mu=2.0, tol=1e-9, method="bcd", max_iter=20_000)
-    split = ds.fit(blocks, mp, rel, lam=0.5, mu=2.0, tol=1e-9, method="bcd", max_iter=20_000)
+    kw = dict(lam=0.5, mu=2.0, tol=1e-9, method="bcd", max_iter=20_000, key=None)
+    whole = ds.fit(x, mp, rel, **kw)
+    split = ds.fit(blocks, mp, rel, **kw)
     np.testing.assert_allclose(split.stats["Y"], whole.stats["Y"], atol=1e-9)
 
     def gap(lam, mu):
         return ds.fit(x, mp, rel, lam=lam, mu=mu, tol=1e-6, method="bcd",
-                      max_iter=20_000).stats["primal"]
+                      max_iter=20_000, key=None).stats["primal"]
 
     lams, mus = jnp.asarray([0.5, 2.0]), jnp.asarray([1.0, 4.0])
     np.testing.assert_allclose(jax.vmap(gap)(lams, mus), [gap(0.5, 1.0), gap(2.0, 4.0)],
@@ -140,7 +141,8 @@ def test_hybrid_matches_cvxpy(case, primal_steps, sweeps) -> None:
     ref_value, _ = cvxpy_reference(x, mp, rel, lam, mu)
     features = jkern.SparseRows.from_dense(x) if sparse else x
     sol = ds.fit(features, mp, rel, lam=lam, mu=mu, tol=1e-8, method="hybrid",
-                 primal_steps=primal_steps, check_every=sweeps, max_iter=2_000, throw=True)
+                 primal_steps=primal_steps, check_every=sweeps, max_iter=2_000, throw=True,
+                 key=None)
     st = sol.stats
     assert abs(float(st["primal"]) - ref_value) <= 1e-6 * abs(ref_value)
     assert float(st["gap"]) <= 1e-8
@@ -163,8 +165,8 @@ def test_hybrid_on_blocks_and_vmap() -> None:
     x = np.concatenate([x, np.full((90, 1), 3.0)], axis=1)
     blocks = (jkern.SparseRows.from_dense(x[:, :12]), x[:, 12:])
     kw = dict(lam=0.5, mu=2.0, tol=1e-9, method="hybrid", primal_steps=20, check_every=2)
-    whole = ds.fit(x, mp, rel, **kw)
-    split = ds.fit(blocks, mp, rel, **kw)
+    whole = ds.fit(x, mp, rel, **kw, key=None)
+    split = ds.fit(blocks, mp, rel, **kw, key=None)
     assert float(whole.stats["gap"]) <= 1e-9 and float(split.stats["gap"]) <= 1e-9
     np.testing.assert_allclose(split.stats["primal"], whole.stats["primal"], rtol=1e-8)
     np.testing.assert_allclose(split.model.decision_function(blocks),
@@ -172,7 +174,7 @@ def test_hybrid_on_blocks_and_vmap() -> None:
 
     def primal(lam, mu):
         return ds.fit(x, mp, rel, lam=lam, mu=mu, tol=1e-9, method="hybrid",
-                      primal_steps=20, check_every=2).stats["primal"]
+                      primal_steps=20, check_every=2, key=None).stats["primal"]
 
     lams, mus = jnp.asarray([0.5, 2.0]), jnp.asarray([1.0, 4.0])
     np.testing.assert_allclose(jax.vmap(primal)(lams, mus),
@@ -182,9 +184,9 @@ def test_hybrid_on_blocks_and_vmap() -> None:
 def test_dense_and_sparse_give_the_same_labelling() -> None:
     x, mp, rel = instance(7, 120, 25, 4, sparse=True)
     kw = dict(lam=0.7, mu=2.0, tol=1e-10, method="fista", max_iter=100_000)
-    dense = ds.fit(x, mp, rel, **kw)
-    sparse = ds.fit(jkern.SparseRows.from_dense(x), mp, rel, **kw)
-    blocks = ds.fit((jkern.SparseRows.from_dense(x[:, :10]), x[:, 10:]), mp, rel, **kw)
+    dense = ds.fit(x, mp, rel, **kw, key=None)
+    sparse = ds.fit(jkern.SparseRows.from_dense(x), mp, rel, **kw, key=None)
+    blocks = ds.fit((jkern.SparseRows.from_dense(x[:, :10]), x[:, 10:]), mp, rel, **kw, key=None)
     for other in (sparse, blocks):
         np.testing.assert_allclose(other.stats["Y"], dense.stats["Y"], atol=1e-9)
         np.testing.assert_allclose(other.stats["primal"], dense.stats["primal"], rtol=1e-12)
@@ -200,7 +202,7 @@ def test_vmap_over_lam_and_mu_matches_a_loop() -> None:
 
     def solve(lam, mu):
         st = ds.fit(x, mp, rel, lam=lam, mu=mu, tol=1e-9, method="fista",
-                    max_iter=50_000).stats
+                    max_iter=50_000, key=None).stats
         return st["primal"], st["gap"], st["Y"]
 
     primal, gap, y = jax.vmap(solve)(lams, mus)
@@ -272,50 +274,50 @@ def test_aggregation() -> None:
 def test_bad_input_is_refused() -> None:
     x, mp, rel = instance(12, 30, 4, 2, sparse=False)
     with pytest.raises(InputError, match="method"):
-        ds.fit(x, mp, rel, method="newton")
+        ds.fit(x, mp, rel, method="newton", key=None)
     with pytest.raises(InputError, match="key"):
         ds.fit(x, mp, rel, key=jax.random.PRNGKey(0))
     with pytest.raises(InputError, match="refine"):
-        ds.fit(x, mp, rel, refine=-1)
+        ds.fit(x, mp, rel, refine=-1, key=None)
     with pytest.raises(InputError, match="concrete"):
-        jax.jit(lambda v: ds.fit(v, mp, rel, method="bcd").stats["gap"])(x)
+        jax.jit(lambda v: ds.fit(v, mp, rel, method="bcd", key=None).stats["gap"])(x)
     with pytest.raises(InputError, match="concrete"):
-        jax.jit(lambda v: ds.fit(v, mp, rel, method="hybrid").stats["gap"])(x)
+        jax.jit(lambda v: ds.fit(v, mp, rel, method="hybrid", key=None).stats["gap"])(x)
     with pytest.raises(InputError, match="primal_steps"):
-        ds.fit(x, mp, rel, method="hybrid", primal_steps=0)
+        ds.fit(x, mp, rel, method="hybrid", primal_steps=0, key=None)
     with pytest.raises(InputError, match="no mention"):
-        ds.fit(x, mp, np.vstack([rel, rel[:1]]))
+        ds.fit(x, mp, np.vstack([rel, rel[:1]]), key=None)
     with pytest.raises(InputError, match="mention_pair has"):
-        ds.fit(x[:-1], mp, rel)
+        ds.fit(x[:-1], mp, rel, key=None)
     with pytest.raises(InputError, match="lam"):
-        ds.fit(x, mp, rel, lam=0.0)
+        ds.fit(x, mp, rel, lam=0.0, key=None)
     with pytest.raises(InputError, match="mu"):
-        ds.fit(x, mp, rel, mu=-1.0)
+        ds.fit(x, mp, rel, mu=-1.0, key=None)
     with pytest.raises(InputError, match="NaN or inf"):
-        ds.fit(np.where(np.arange(4) == 2, np.nan, x), mp, rel)
+        ds.fit(np.where(np.arange(4) == 2, np.nan, x), mp, rel, key=None)
     with pytest.raises(InputError, match="booleans"):
-        ds.fit(x, mp, rel * 2)
+        ds.fit(x, mp, rel * 2, key=None)
     with pytest.raises(InputError, match="classes"):
-        ds.fit(x, mp, rel, classes=("NA", "a"))
+        ds.fit(x, mp, rel, classes=("NA", "a"), key=None)
     with pytest.raises(InputError, match="2-D"):
-        ds.fit(x[:, 0], mp, rel)
+        ds.fit(x[:, 0], mp, rel, key=None)
 
 
 def test_not_converged_is_reported() -> None:
     x, mp, rel = instance(13, 60, 10, 3, sparse=False)
-    sol = ds.fit(x, mp, rel, tol=1e-12, method="fista", max_iter=20, check_every=10)
+    sol = ds.fit(x, mp, rel, tol=1e-12, method="fista", max_iter=20, check_every=10, key=None)
     assert int(sol.result) != int(jkern.RESULTS.successful)
     with pytest.raises(jkern.errors.ConvergenceError):
         ds.fit(x, mp, rel, tol=1e-12, method="fista", max_iter=20, check_every=10,
-               throw=True)
+               throw=True, key=None)
 
 
 def test_the_default_method_follows_the_features() -> None:
     """hybrid for concrete features; FISTA (products only) when x is traced."""
     x, mp, rel = instance(15, 60, 8, 3, sparse=False)
-    concrete = ds.fit(x, mp, rel, tol=1e-8)
+    concrete = ds.fit(x, mp, rel, tol=1e-8, key=None)
     assert "sweeps" in concrete.stats and float(concrete.stats["gap"]) <= 1e-8
-    traced = jax.jit(lambda v: ds.fit(v, mp, rel, tol=1e-8, max_iter=100_000).stats)(
+    traced = jax.jit(lambda v: ds.fit(v, mp, rel, tol=1e-8, max_iter=100_000, key=None).stats)(
         jnp.asarray(x))
     assert "restarts" in traced and float(traced["gap"]) <= 1e-8
     np.testing.assert_allclose(traced["primal"], concrete.stats["primal"], rtol=1e-7)

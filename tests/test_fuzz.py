@@ -242,9 +242,9 @@ def test_kda_on_random_features_and_labels(profile):
         c = rng.normal(size=(8, 4))
         if poison is not None:
             c[3, 2] = poison
-        model = kda.KDA.init(jax.random.key(0), np.eye(4), (0, 1, 2), hidden=(8,))
-        sol = _jkern_error_or(lambda: kda.fit(model, c, labels, key=jax.random.key(1),
-                                              l2=l2, epochs=3, batch_size=4))
+        model = kda.KDA.init(np.eye(4), (0, 1, 2), key=jax.random.key(0), hidden=(8,))
+        sol = _jkern_error_or(lambda: kda.fit(c, labels, model=model, key=jax.random.key(1), l2=l2,
+                                              epochs=3, batch_size=4))
         if sol is None:
             return
         assert poison is None and set(labels) <= {0, 1, 2} and np.isfinite(l2) and l2 >= 0
@@ -274,7 +274,7 @@ def test_distant_supervision_on_random_problems(profile):
             pairs[-1] = p + 3  # a pair id past the relations' rows
         relations = rng.random((p, k)) < 0.5
         sol = _jkern_error_or(lambda: ds.fit(x, pairs, relations, lam=lam, mu=mu,
-                                             max_iter=50))
+                                             max_iter=50, key=None))
         if sol is None:
             return
         assert poison is None and not bad_pair

@@ -410,7 +410,7 @@ def _models() -> dict[str, Any]:
         "nystrom-svm": jkern.NystromModel(jkern.NystromEnsemble((proj, proj)), svm.LinearSVM(
             w=jnp.asarray(rng.normal(size=(3, 4))), b=jnp.zeros(3), classes=("a", 2, None))),
         "nystrom-kda": jkern.NystromModel(proj, kda.KDA.init(
-            jax.random.PRNGKey(0), proj.projection, ("q", "s"), hidden=(3,))),
+            proj.projection, ("q", "s"), key=jax.random.PRNGKey(0), hidden=(3,))),
         "ksvm": ksvm,
         "expansion": svm.KernelExpansion(kernel, jnp.asarray([[0.5, -0.25]]), jnp.zeros(1),
                                          (0, 3), (TREES[0], TREES[3]), None),

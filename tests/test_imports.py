@@ -1,5 +1,7 @@
 """The package's import structure: no cycles between jkern modules, every module importable on
-its own, and the command line on top (nothing in the library imports it)."""
+its own, the command line on top (nothing in the library imports it), and data flowing one way
+(DESIGN.md): every module on a floor, no import running back up the floors, no learner reading
+another learner's private modules, `data/` importing no learner."""
 
 from __future__ import annotations
 
@@ -116,3 +118,148 @@ def test_every_module_imports_alone():
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("ok")
+
+
+# The floors, bottom to top (DESIGN.md: text -> trees -> forest -> Delta -> Gram / Nystrom ->
+# learner -> metrics; the command line on top). A module imports only from its own floor or
+# below. Every module must be on one: a new top-level module is placed here on purpose.
+FLOORS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("jkern", "jkern.errors", "jkern._version", "jkern._kernel_names", "jkern._trust",
+              "jkern._cache", "jkern._programs", "jkern._startup", "jkern._executable_file",
+              "jkern._executables", "jkern._validate", "jkern._solution", "jkern._sparse",
+              "jkern._rows", "jkern._labels", "jkern._progress", "jkern._unique",
+              "jkern.metrics")),
+    ("trees", ("jkern.trees",)),
+    ("kernels", ("jkern.kernels",)),
+    ("data", ("jkern.data",)),
+    ("learners", ("jkern.svm", "jkern.kda", "jkern.pa", "jkern.ds")),
+    ("pipelines", ("jkern._nystrom", "jkern._pipeline", "jkern._train_trees", "jkern._legacy",
+                   "jkern._io", "jkern.io", "jkern.sklearn", "jkern._api")),
+    ("command line", ("jkern.cli", "jkern.__main__")),
+]
+LEARNERS = ("jkern.svm", "jkern.kda", "jkern.pa", "jkern.ds")
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def floor_of(name: str) -> int | None:
+    """The floor of module `name` (its package's, for a module inside a package)."""
+    found = [(len(p), i) for i, (_, members) in enumerate(FLOORS) for p in members
+             if (_within(name, p) if p != "jkern" else name == "jkern")]
+    return max(found)[1] if found else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """`a -> b` for every import of a module on a higher floor than the importer's."""
+    bad = []
+    for name, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            a, b = floor_of(name), floor_of(dep)
+            if a is not None and b is not None and b > a:
+                bad.append(f"{name} ({FLOORS[a][0]}) -> {dep} ({FLOORS[b][0]})")
+    return bad
+
+
+def private_learner_imports(graph: dict[str, set[str]]) -> list[str]:
+    """`a -> b` where a learner's module imports another learner's private module."""
+    bad = []
+    for name, deps in sorted(graph.items()):
+        mine = next((p for p in LEARNERS if _within(name, p)), None)
+        if mine is None:
+            continue
+        for dep in sorted(deps):
+            theirs = next((p for p in LEARNERS if _within(dep, p)), None)
+            if theirs is not None and theirs != mine and any(
+                    part.startswith("_") and not part.startswith("__")
+                    for part in dep.split(".")[2:]):
+                bad.append(f"{name} -> {dep}")
+    return bad
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def test_every_module_is_on_a_floor():
+    missing = sorted(name for name in _modules() if floor_of(name) is None)
+    assert not missing, f"place these on a floor (tests/test_imports.py FLOORS): {missing}"
+
+
+def test_no_import_runs_back_up_the_floors():
+    bad = upward_imports(_graph())
+    assert not bad, "\n".join(bad)
+
+
+def test_no_learner_imports_another_learners_private_modules():
+    bad = private_learner_imports(_graph())
+    assert not bad, "\n".join(bad)
+
+
+def test_data_never_imports_a_learner():
+    graph = _graph()
+    bad = [f"{name} -> {dep}" for name, deps in sorted(graph.items())
+           if _within(name, "jkern.data") for dep in sorted(deps)
+           if any(_within(dep, p) for p in LEARNERS)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_rules_fail_on_what_issue_36_found():
+    """Each rule on the edges it was written against (as they were before issue 36)."""
+    found = {"jkern._validate": {"jkern.kernels._base"},
+             "jkern.ds._bcd": {"jkern.svm._rows"},
+             "jkern.data._attachment": {"jkern.pa"}}
+    assert upward_imports(found) == [
+        "jkern._validate (base) -> jkern.kernels._base (kernels)",
+        "jkern.data._attachment (data) -> jkern.pa (learners)"]
+    assert private_learner_imports(found) == ["jkern.ds._bcd -> jkern.svm._rows"]
+    # a learner's public package is another learner's to use; its own modules, its own
+    assert private_learner_imports({"jkern.ds._fit": {"jkern.svm", "jkern.ds._bcd"}}) == []
+
+
+def _reexports(path: Path) -> set[str]:
+    """The public names an `__init__.py` re-exports as `from .x import name as name`
+    (those under `if TYPE_CHECKING:` included: the lazily loaded names)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            found |= {a.asname for a in node.names
+                      if a.asname == a.name and not a.name.startswith("_")}
+    return found
+
+
+def _exported(path: Path) -> list[str] | None:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                  for t in node.targets)):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def test_each_package_keeps_one_export_list():
+    """`__all__` (what the API pages list) names exactly the re-exported names, once: no
+    second list beside it (issue 36: `jkern.kda` kept three)."""
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        listed = _exported(init)
+        if listed is None or init.parent.name == "cli":
+            continue
+        where = init.relative_to(PACKAGE.parent)
+        assert len(listed) == len(set(listed)), f"{where}: a name listed twice"
+        assert set(listed) == _reexports(init), (
+            f"{where}: __all__ and the re-exports differ: "
+            f"{sorted(set(listed) ^ _reexports(init))}")
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        lists = [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                 if isinstance(t, ast.Name) and isinstance(n.value, (ast.List, ast.Tuple))
+                 and t.id != "__all__"]
+        assert not lists, f"{where}: a second list of names: {lists}"
+
+
+def test_pa_exports_no_internals():
+    import jkern.pa
+
+    internals = {"CHUNK", "SCALE", "TIE_EPS", "TIE_TICKS", "GROUP"}
+    assert not internals & set(jkern.pa.__all__)
+    assert not internals & set(vars(jkern.pa))

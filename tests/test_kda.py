@@ -31,21 +31,21 @@ def test_nystrom_layer_reproduces_nystrom_embeddings():
     kernel = jkern.Normalized(jkern.PTK(0.4, 0.4))
     projector = jkern.fit_nystrom(kernel, TREES, landmarks=4, key=jax.random.PRNGKey(0))
     c = kernel.gram(TREES, list(projector.landmarks))
-    model = kda.KDA.init(jax.random.PRNGKey(1), projector.projection, ("q", "s"))
+    model = kda.KDA.init(projector.projection, ("q", "s"), key=jax.random.PRNGKey(1))
     np.testing.assert_array_equal(np.asarray(model.embed(c)), np.asarray(projector.embed(TREES)))
 
 
 def test_init_shapes_and_checks():
     h = jnp.eye(5)
-    model = kda.KDA.init(jax.random.PRNGKey(0), h, (0, 1, 2))
+    model = kda.KDA.init(h, (0, 1, 2), key=jax.random.PRNGKey(0))
     assert [layer.weight.shape for layer in model.hidden] == [(5, 5), (5, 5)]  # paper: 2 x m
     assert model.output.weight.shape == (3, 5)
-    model = kda.KDA.init(jax.random.PRNGKey(0), h, (0, 1), hidden=(7,))
+    model = kda.KDA.init(h, (0, 1), key=jax.random.PRNGKey(0), hidden=(7,))
     assert model(jnp.ones((4, 5))).shape == (4, 2)
     with pytest.raises(ValueError, match="dropout"):
-        kda.KDA.init(jax.random.PRNGKey(0), h, (0, 1), dropout=1.0)
+        kda.KDA.init(h, (0, 1), key=jax.random.PRNGKey(0), dropout=1.0)
     with pytest.raises(ValueError, match="distinct"):
-        kda.KDA.init(jax.random.PRNGKey(0), h, (0, 0))
+        kda.KDA.init(h, (0, 0), key=jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="kernel columns"):
         model(jnp.ones((4, 6)))
 
@@ -54,7 +54,7 @@ def test_train_step_updates_only_trained_leaves():
     x, y = _blobs(n=32, m=6)
     batch = (jnp.asarray(x), jnp.asarray(y), jnp.ones(32))
     for train_nystrom in (False, True):
-        model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(6) * 0.5, (0, 1, 2), dropout=0.2,
+        model = kda.KDA.init(jnp.eye(6) * 0.5, (0, 1, 2), key=jax.random.PRNGKey(0), dropout=0.2,
                              train_nystrom=train_nystrom)
         opt = kda.adam()
         new, _, loss = jax.jit(kda.train_step)(model, kda.init_opt_state(model, opt), batch,
@@ -66,7 +66,7 @@ def test_train_step_updates_only_trained_leaves():
 
 
 def test_loss_penalty_counts_weights_not_biases_or_nystrom():
-    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(4) * 3.0, (0, 1), hidden=(3,))
+    model = kda.KDA.init(jnp.eye(4) * 3.0, (0, 1), key=jax.random.PRNGKey(0), hidden=(3,))
     expected = float(jnp.sum(model.hidden[0].weight ** 2) + jnp.sum(model.output.weight ** 2))
     assert float(model.penalty()) == pytest.approx(expected)
     c, y, w = jnp.ones((2, 4)), jnp.array([0, 1]), jnp.ones(2)
@@ -81,8 +81,8 @@ def test_loss_penalty_counts_weights_not_biases_or_nystrom():
 
 def test_tiny_problem_fits_training_set():
     x, y = _blobs(n=100, m=8, seed=3)
-    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(8), (0, 1, 2), hidden=(32, 32))
-    result = kda.fit(model, x, y, key=jax.random.PRNGKey(1), epochs=150, batch_size=32)
+    model = kda.KDA.init(jnp.eye(8), (0, 1, 2), key=jax.random.PRNGKey(0), hidden=(32, 32))
+    result = kda.fit(x, y, model=model, key=jax.random.PRNGKey(1), epochs=150, batch_size=32)
     assert int(result.stats["n_epochs"]) == 150  # no dev set: all epochs, the last model
     np.testing.assert_array_equal(np.asarray(result.model.predict(x)), y)
 
@@ -90,9 +90,9 @@ def test_tiny_problem_fits_training_set():
 def test_early_stopping_restores_the_best_epoch():
     x, y = _blobs(n=300, m=10, seed=1)
     y = np.where(np.random.default_rng(0).random(300) < 0.25, (y + 1) % 3, y)  # label noise
-    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(10), (0, 1, 2), hidden=(64, 64))
-    result = kda.fit(model, x[:200], y[:200], x[200:], y[200:], key=jax.random.PRNGKey(1),
-                     epochs=200, batch_size=32, patience=15)
+    model = kda.KDA.init(jnp.eye(10), (0, 1, 2), key=jax.random.PRNGKey(0), hidden=(64, 64))
+    result = kda.fit(x[:200], y[:200], model=model, c_dev=x[200:], y_dev=y[200:],
+                     key=jax.random.PRNGKey(1), epochs=200, batch_size=32, patience=15)
     n, best = int(result.stats["n_epochs"]), int(result.stats["best_epoch"])
     hist = np.asarray(result.stats["dev_accuracy"])
     assert n == best + 16 and n < 200  # stopped 15 epochs after the best one
@@ -102,15 +102,16 @@ def test_early_stopping_restores_the_best_epoch():
     assert dev_acc == pytest.approx(hist[best])
     # the restored model is the best epoch's, not the last one's: replaying n epochs without
     # a dev set ends on a model whose dev accuracy differs from the best one
-    last = kda.fit(model, x[:200], y[:200], key=jax.random.PRNGKey(1), epochs=n, batch_size=32)
+    last = kda.fit(x[:200], y[:200], model=model, key=jax.random.PRNGKey(1), epochs=n,
+                   batch_size=32)
     assert np.mean(np.asarray(last.model.predict(x[200:])) == y[200:]) == pytest.approx(hist[n - 1])
 
 
 def test_fit_is_deterministic_given_the_key():
     x, y = _blobs(n=80, m=6)
-    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(6), (0, 1, 2), dropout=0.3)
-    a = kda.fit(model, x, y, key=jax.random.PRNGKey(5), epochs=5, batch_size=16)
-    b = kda.fit(model, x, y, key=jax.random.PRNGKey(5), epochs=5, batch_size=16)
+    model = kda.KDA.init(jnp.eye(6), (0, 1, 2), key=jax.random.PRNGKey(0), dropout=0.3)
+    a = kda.fit(x, y, model=model, key=jax.random.PRNGKey(5), epochs=5, batch_size=16)
+    b = kda.fit(x, y, model=model, key=jax.random.PRNGKey(5), epochs=5, batch_size=16)
     for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
         np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
 
@@ -119,11 +120,12 @@ def test_progress_reports_every_epoch_and_changes_nothing(capsys):
     """`progress=True`: one line per epoch run (early stopping included) from the compiled
     loop, with the epoch's loss and development accuracy; the same model as without."""
     x, y = _blobs(n=120, m=6, seed=2)
-    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(6), (0, 1, 2), dropout=0.2)
+    model = kda.KDA.init(jnp.eye(6), (0, 1, 2), key=jax.random.PRNGKey(0), dropout=0.2)
     options = {"key": jax.random.PRNGKey(3), "epochs": 40, "batch_size": 16, "patience": 3}
-    quiet = kda.fit(model, x[:90], y[:90], x[90:], y[90:], **options)
+    quiet = kda.fit(x[:90], y[:90], model=model, c_dev=x[90:], y_dev=y[90:], **options)
     capsys.readouterr()
-    shown = kda.fit(model, x[:90], y[:90], x[90:], y[90:], progress=True, **options)
+    shown = kda.fit(x[:90], y[:90], model=model, c_dev=x[90:], y_dev=y[90:], progress=True,
+                    **options)
     lines = capsys.readouterr().err.splitlines()
     n = int(shown.stats["n_epochs"])
     assert len(lines) == n and lines[0].startswith("jkern: KDA epoch 1/40: training loss ")
@@ -144,10 +146,11 @@ def test_vmapped_grid_equals_loop():
     grid = kda.fit_grid(models, x[:100], y[:100], x[100:], y[100:], keys=keys, l2=l2,
                         epochs=40, batch_size=32, patience=8)
     for g in range(4):
-        single = kda.KDA.init(jax.random.split(jax.random.PRNGKey(0), 4)[g], jnp.eye(8),
-                              (0, 1, 2), dropout=dropouts[g], hidden=(16, 16))
-        loop = kda.fit(single, x[:100], y[:100], x[100:], y[100:], key=keys[g], l2=l2[g],
-                       epochs=40, batch_size=32, patience=8)
+        single = kda.KDA.init(jnp.eye(8), (0, 1, 2),
+                              key=jax.random.split(jax.random.PRNGKey(0), 4)[g],
+                              dropout=dropouts[g], hidden=(16, 16))
+        loop = kda.fit(x[:100], y[:100], model=single, c_dev=x[100:], y_dev=y[100:], key=keys[g],
+                       l2=l2[g], epochs=40, batch_size=32, patience=8)
         member = kda.grid_member(grid, g)
         assert int(member.stats["best_epoch"]) == int(loop.stats["best_epoch"])
         assert int(member.stats["n_epochs"]) == int(loop.stats["n_epochs"])
@@ -163,13 +166,13 @@ def test_grid_checks_sizes():
 
 
 def test_fit_checks_labels_and_shapes():
-    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(3), ("a", "b"))
+    model = kda.KDA.init(jnp.eye(3), ("a", "b"), key=jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="not in the model's classes"):
-        kda.fit(model, jnp.ones((2, 3)), ["a", "c"], key=jax.random.PRNGKey(0), epochs=1)
+        kda.fit(jnp.ones((2, 3)), ["a", "c"], model=model, key=jax.random.PRNGKey(0), epochs=1)
     with pytest.raises(ValueError, match="kernel columns"):
-        kda.fit(model, jnp.ones((2, 4)), ["a", "b"], key=jax.random.PRNGKey(0), epochs=1)
+        kda.fit(jnp.ones((2, 4)), ["a", "b"], model=model, key=jax.random.PRNGKey(0), epochs=1)
     with pytest.raises(ValueError, match="epochs"):
-        kda.fit(model, jnp.ones((2, 3)), ["a", "b"], key=jax.random.PRNGKey(0), epochs=0)
+        kda.fit(jnp.ones((2, 3)), ["a", "b"], model=model, key=jax.random.PRNGKey(0), epochs=0)
 
 
 def test_save_load_round_trip_with_projector(tmp_path):
@@ -177,8 +180,8 @@ def test_save_load_round_trip_with_projector(tmp_path):
     projector = jkern.fit_nystrom(kernel, TREES, landmarks=4, key=jax.random.PRNGKey(0))
     c = kernel.gram(TREES, list(projector.landmarks))
     labels = ["s", "s", "s", "q", "q", "s"]
-    model = kda.KDA.init(jax.random.PRNGKey(1), projector.projection, ("q", "s"), dropout=0.1)
-    model = kda.fit(model, c, labels, key=jax.random.PRNGKey(2), epochs=3, batch_size=4).model
+    model = kda.KDA.init(projector.projection, ("q", "s"), key=jax.random.PRNGKey(1), dropout=0.1)
+    model = kda.fit(c, labels, model=model, key=jax.random.PRNGKey(2), epochs=3, batch_size=4).model
     path = tmp_path / "kda.npz"
     jkern.save(path, jkern.NystromModel(projector, model))  # network and projector, one file
     again = jkern.load(path)
@@ -201,7 +204,7 @@ def test_grid_with_shared_batch_order_equals_fits_and_a_hand_written_loop():
                         batch_size=16)
     for g in range(2):
         single = kda.grid_member(models, g)
-        fitted = kda.fit(single, x, y, key=keys[g], l2=l2[g], data_key=data_key, epochs=3,
+        fitted = kda.fit(x, y, model=single, key=keys[g], l2=l2[g], data_key=data_key, epochs=3,
                          batch_size=16).model
         # the same training written as a script: train_step over epoch_batches
         model, opt_state = single, kda.init_opt_state(single, kda.adam())
@@ -221,7 +224,7 @@ def test_grid_with_shared_batch_order_equals_fits_and_a_hand_written_loop():
 
 
 def test_dropout_rate_is_applied():
-    model = kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(4), (0, 1), dropout=0.3)
+    model = kda.KDA.init(jnp.eye(4), (0, 1), key=jax.random.PRNGKey(0), dropout=0.3)
     from jkern.kda._model import _dropout
 
     x = jnp.ones((400, 250))
@@ -259,9 +262,10 @@ def test_defaults_beat_dcd_on_the_same_features_with_240_examples():
                                  .model.predict(xte)) == yte) for C in (1.0, 10.0, 100.0))
     assert acc >= dcd + 0.04, (acc, dcd)  # measured 0.865 against 0.785 (test SE 0.02)
     fit_i, dev_i = jkern.data.stratified_split(ytr, 0.1, seed=0)
-    old = kda.fit(kda.KDA.init(jax.random.PRNGKey(1), h, (0, 1, 2), dropout=0.2),
-                  xtr[fit_i], ytr[fit_i], xtr[dev_i], ytr[dev_i], key=jax.random.PRNGKey(2),
-                  l2=1e-4, epochs=500, patience=20)
+    old = kda.fit(xtr[fit_i], ytr[fit_i],
+                  model=kda.KDA.init(h, (0, 1, 2), key=jax.random.PRNGKey(1), dropout=0.2),
+                  c_dev=xtr[dev_i], y_dev=ytr[dev_i], key=jax.random.PRNGKey(2), l2=1e-4,
+                  epochs=500, patience=20)
     assert np.mean(np.asarray(old.model.predict(xte)) == yte) < dcd - 0.2  # measured 0.35
 
 

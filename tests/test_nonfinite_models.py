@@ -37,9 +37,9 @@ def models():
     proj = jkern.fit_nystrom(jkern.SST(0.4), TREES, landmarks=2, key=key)
     pa = jkern.pa.fit
     tokens = [["a", "is", "b"], ["c", "of", "d"], ["e", "is", "f"], ["g", "of", "h"]]
-    extractor, _, _ = jkern.ds.train_extractor(
+    extractor = jkern.ds.train_extractor(
         tokens, [0, 0, 0, 0], [2, 2, 2, 2], np.arange(4), np.array([[1], [0], [1], [0]], bool),
-        classes=("NA", "is_a"), max_iter=20)
+        key=None, classes=("NA", "is_a"), max_iter=20).model
     return {
         "KernelSVM": (svm.ksvm(GRAM, Y).model, lambda m: m.coef, GRAM),
         "KernelSVM ovr": (svm.ksvm_ovr(GRAM, ["a", "b", "c", "a"]).model,

@@ -51,7 +51,7 @@ def test_fewer_landmarks_approximate_and_landmark_rows_are_exact(trec, kernel, g
     x = np.asarray(proj.embed(trec[0], dtype="float64"))
     err = jkern.approximation_error(gram, x)
     assert 1e-4 < err < 0.5
-    idx = jkern.select_landmarks(key, N, 30)
+    idx = jkern.select_landmarks(N, 30, key=key)
     # a landmark's kernel row against the other landmarks is reproduced exactly
     np.testing.assert_allclose((x @ x.T)[np.ix_(idx, idx)], gram[np.ix_(idx, idx)], atol=1e-8)
     # precomputed columns give the same embedding as the forest path
@@ -91,15 +91,15 @@ def test_projector_save_load_round_trip_is_bit_identical(trec, kernel, tmp_path)
 
 def test_landmark_sampling():
     key = jax.random.PRNGKey(5)
-    a = jkern.select_landmarks(key, 100, 10)
+    a = jkern.select_landmarks(100, 10, key=key)
     assert len(set(a.tolist())) == 10
-    np.testing.assert_array_equal(a, jkern.select_landmarks(key, 100, 10))
+    np.testing.assert_array_equal(a, jkern.select_landmarks(100, 10, key=key))
     labels = np.array(["a"] * 70 + ["b"] * 25 + ["c"] * 5)
-    s = jkern.select_landmarks(key, 100, 20, labels=labels)
+    s = jkern.select_landmarks(100, 20, key=key, labels=labels)
     counts = {c: int(np.sum(labels[s] == c)) for c in "abc"}
     assert counts == {"a": 14, "b": 5, "c": 1} and len(set(s.tolist())) == 20
     with pytest.raises(ValueError, match="landmarks"):
-        jkern.select_landmarks(key, 5, 6)
+        jkern.select_landmarks(5, 6, key=key)
 
 
 def test_nystrom_projection_is_jittable_and_vmappable():

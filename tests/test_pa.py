@@ -15,7 +15,6 @@ import jkern
 from jkern import RESULTS, SparseRows
 from jkern.errors import InputError
 from jkern.pa import (
-    CHUNK,
     Instance,
     KernelPA,
     SupportVectorModel,
@@ -27,6 +26,7 @@ from jkern.pa import (
     read_sparse,
     unique_rows,
 )
+from jkern.pa._kernel import CHUNK
 from jkern.trees import TreeParseError
 
 EPOCHS = 3

@@ -33,7 +33,7 @@ TREES = [parse_penn(t) for t in ("(S (NP (D a) (N dog)) (VP (V runs)))",
 
 
 def _kda(classes):
-    return kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(3), classes, hidden=(4,))
+    return kda.KDA.init(jnp.eye(3), classes, key=jax.random.PRNGKey(0), hidden=(4,))
 
 
 def test_kda_has_the_prediction_surface_of_every_model():
@@ -74,7 +74,7 @@ def test_svm_binary_decisions_are_their_margins():
 def test_nystrom_model_feeds_each_head_what_it_takes():
     proj = jkern.fit_nystrom(jkern.SST(0.4), TREES, landmarks=4, key=jax.random.PRNGKey(0))
     c = proj.columns(TREES)
-    net = kda.KDA.init(jax.random.PRNGKey(0), proj.projection, ("q", "s"), hidden=(4,))
+    net = kda.KDA.init(proj.projection, ("q", "s"), key=jax.random.PRNGKey(0), hidden=(4,))
     model = jkern.NystromModel(proj, net)
     np.testing.assert_array_equal(model.decision_function(TREES), net.decision_function(c))
     scores = model.class_scores(TREES)

@@ -188,7 +188,7 @@ def test_cutting_plane_model_round_trip(tmp_path):
 
 
 def _kda(projector, classes, dtype=None):
-    return kda.KDA.init(jax.random.PRNGKey(1), projector.projection, classes, hidden=[6],
+    return kda.KDA.init(projector.projection, classes, key=jax.random.PRNGKey(1), hidden=[6],
                         dropout=0.1, dtype=dtype)
 
 
@@ -257,7 +257,7 @@ def test_nystrom_model_checks_its_parts():
     with pytest.raises(InputError, match="the projector embeds in"):
         jkern.NystromModel(proj, LinearSVM(w=jnp.zeros(proj.rank + 1), b=jnp.zeros(())))
     with pytest.raises(InputError, match="takes 3 kernel columns; the projector has 4"):
-        jkern.NystromModel(proj, kda.KDA.init(jax.random.PRNGKey(0), jnp.eye(3), (0, 1)))
+        jkern.NystromModel(proj, kda.KDA.init(jnp.eye(3), (0, 1), key=jax.random.PRNGKey(0)))
     with pytest.raises(InputError, match="head must be a LinearSVM or a KDA"):
         jkern.NystromModel(proj, KernelSVM(jnp.zeros(3), jnp.zeros(())))
 

@@ -16,9 +16,9 @@ import pytest
 
 import jkern
 from jkern import SparseRows, svm
+from jkern.data import SparseExamples
 from jkern.errors import InputError, ModelFileError
 from jkern.pa import fit, parse_sparse_lines, read_sparse, write_sparse
-from jkern.pa._data import SparseExamples
 from jkern.trees import TreeParseError
 
 LINES = ["+1 1:1 2:1", "-1 2:1 3:1", "+1 1:1 3:1 4:1", "-1 3:1", "+1 1:1 4:1", "-1 2:1 4:1 3:1"]
@@ -241,9 +241,10 @@ def test_kda_and_ds_refuse_values_whose_squares_overflow():
     key = jax.random.key(0)
     c = jnp.ones((4, 3)).at[2, 1].set(1e200)
     with pytest.raises(InputError, match="row 2 .* overflows float64"):
-        kda.fit(kda.KDA.init(key, jnp.eye(3), (0, 1), hidden=(4,)), c, [0, 1, 0, 1], key=key)
+        kda.fit(c, [0, 1, 0, 1], model=kda.KDA.init(jnp.eye(3), (0, 1), key=key, hidden=(4,)),
+                key=key)
     x, mp, rel = instance(12, 30, 4, 2, sparse=False)
     x = np.array(x)
     x[3, 0] = 1e200
     with pytest.raises(InputError, match="row 3 .* overflows"):
-        ds.fit(x, mp, rel)
+        ds.fit(x, mp, rel, key=None)

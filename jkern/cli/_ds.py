@@ -170,7 +170,7 @@ def run_train(args: argparse.Namespace) -> int:
                                               ("refine", args.refine))
               if value is not None}
     with compute_errors(), input_errors():  # input errors (a flag against the data): exit 2
-        extractor, sol, info = jkern.ds.train_extractor(
+        sol = jkern.ds.train_extractor(
             m.tokens, m.e1_token, m.e2_token, m.mention_pair, split.relations, classes=names,
             min_count=args.min_count, max_count=args.max_count, polynomial=args.poly,
             svd_rank=args.svd, key=jax.random.PRNGKey(args.seed), dtype=args.dtype,
@@ -189,7 +189,8 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"jkern: warning: the solver did not converge ({where}): {advice}; the model "
               "is saved anyway", file=sys.stderr)
     with output_errors():
-        jkern.save(out, extractor)
+        jkern.save(out, sol.model)  # the RelationExtractor
+    info = sol.stats  # the solve's figures and the feature counts
     features = f"{info['features']} features"
     for key, what in (("features_pruned", "pruned"), ("features_expanded", "expanded"),
                       ("features_projected", "projected")):

@@ -120,7 +120,7 @@ def _read(path: str, dtype: str, encoding: str) -> Any:
     """The labelled vectors of a file; a malformed line (`file:line:column: problem`, a byte
     not valid in `encoding` included), an empty file or an unreadable one is an input error
     (exit 2)."""
-    from jkern.pa import read_sparse
+    from jkern.data import read_sparse
 
     with input_errors():
         return read_sparse(path, dtype=dtype, encoding=encoding)

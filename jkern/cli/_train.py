@@ -179,21 +179,24 @@ def run(args: argparse.Namespace) -> int:
     options = gram_options(args)
     note = ""
     if args.algo in ("dcd", "kda"):
+        # a key per consumer (docs/learners.md): the landmark sampling and the learner
+        k_landmarks, k_learner = jax.random.split(key)
         if args.projector is not None:
             proj = load_projector(args.projector)
         else:
             kernel = kernel_from_arguments(args)
             # the library refuses more landmarks than trees, reports the phase with --progress
             with compute_errors():
-                proj = jkern.fit_nystrom(kernel, trees, landmarks=args.landmarks, key=key,
-                                         **options)
+                proj = jkern.fit_nystrom(kernel, trees, landmarks=args.landmarks,
+                                         key=k_landmarks, **options)
         with compute_errors():
             if args.algo == "dcd":
-                sol = jkern.train_nystrom_svm(proj, trees, labels, C=args.C, key=key, **options)
+                sol = jkern.train_nystrom_svm(proj, trees, labels, C=args.C, key=k_learner,
+                                              **options)
             else:
                 if not isinstance(proj, jkern.Nystrom):
                     raise CLIError("--algo kda needs a single projector (not an ensemble)")
-                sol = jkern.train_kda(proj, trees, labels, key=key, hidden=args.hidden,
+                sol = jkern.train_kda(proj, trees, labels, key=k_learner, hidden=args.hidden,
                                       dropout=args.dropout, l2=args.l2, steps=args.steps,
                                       epochs=args.epochs, patience=args.patience,
                                       dev_fraction=args.dev_fraction, split_seed=args.seed,
@@ -217,9 +220,11 @@ def run(args: argparse.Namespace) -> int:
                     max_iter=args.max_iter, mode=args.cpa_mode, dtype=args.dtype,
                     threads=args.threads, devices=_devices(args.devices),
                     progress=options["progress"])
-                note = f"{sum(len(h) for h in sol.stats['history'])} cutting-plane iterations"
                 converged = sol.converged.tolist()  # one flag, or one per class
-                converged = converged if isinstance(converged, list) else [converged]
+                per_class = isinstance(converged, list)
+                runs = sol.stats["history"] if per_class else [sol.stats["history"]]
+                note = f"{sum(len(h) for h in runs)} cutting-plane iterations"
+                converged = converged if per_class else [converged]
                 classes = tuple(sol.model.classes or ())
                 names = classes if len(converged) > 1 else classes[-1:]
                 for c, ok in zip(names, converged):

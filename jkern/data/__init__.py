@@ -1,4 +1,5 @@
-"""Loaders for real tree data sets: paths in, trees and labels out."""
+"""Loaders for real data sets (paths in, trees, sparse rows and labels out) and the readers
+and writer of sparse-vector files (LIBSVM / SVM-light / SVM-Light-TK lines)."""
 
 from ._attachment import AttachmentData as AttachmentData
 from ._attachment import AttachmentSet as AttachmentSet
@@ -14,6 +15,11 @@ from ._pyast import DEFAULT_PACKAGES as DEFAULT_PACKAGES
 from ._pyast import StdlibData as StdlibData
 from ._pyast import ast_to_tree as ast_to_tree
 from ._pyast import load_stdlib_functions as load_stdlib_functions
+from ._sparse_files import SparseExamples as SparseExamples
+from ._sparse_files import parse_sparse_line as parse_sparse_line
+from ._sparse_files import parse_sparse_lines as parse_sparse_lines
+from ._sparse_files import read_sparse as read_sparse
+from ._sparse_files import write_sparse as write_sparse
 from ._split import stratified_split as stratified_split
 from ._trec import TREC_COARSE as TREC_COARSE
 from ._trec import TrecData as TrecData
@@ -38,6 +44,11 @@ __all__ = [
     "StdlibData",
     "ast_to_tree",
     "load_stdlib_functions",
+    "SparseExamples",
+    "parse_sparse_line",
+    "parse_sparse_lines",
+    "read_sparse",
+    "write_sparse",
     "stratified_split",
     "TREC_COARSE",
     "TrecData",

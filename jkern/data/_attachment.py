@@ -31,8 +31,8 @@ import numpy as np
 
 from .._sparse import SparseRows
 from ..errors import InputError
-from ..pa import SparseExamples
 from ..trees import Token, read_conllu
+from ._sparse_files import SparseExamples
 
 UD_EWT_FILES = {"train": "en_ewt-ud-train.conllu", "dev": "en_ewt-ud-dev.conllu",
                 "test": "en_ewt-ud-test.conllu"}

@@ -33,10 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._rows import SparseRowsAccess
 from .._sparse import Features, SparseRows
 from .._validate import is_traced
 from ..errors import InputError
-from ..svm._rows import SparseRowsAccess
 from ._relaxation import (
     Check,
     Constraints,

@@ -2,10 +2,10 @@
 
 `train_extractor` fits the feature pipeline on the training mentions (vocabulary, optional
 document-frequency pruning, optional degree-2 expansion, optional SVD projection; report
-Algorithms 1 and 2), solves the relaxation on the result and returns one `RelationExtractor`
-that scores new mentions and pairs from their tokens. It is an `equinox.Module` of arrays and
-JSON values, so `jkern.save` / `jkern.load` keep it in one file (what `jkern ds train`
-writes).
+Algorithms 1 and 2), solves the relaxation on the result and returns the solve's `Solution`
+with one `RelationExtractor` as its model, which scores new mentions and pairs from their
+tokens. It is an `equinox.Module` of arrays and JSON values, so `jkern.save` / `jkern.load`
+keep it in one file (what `jkern ds train` writes).
 """
 
 from __future__ import annotations
@@ -75,6 +75,13 @@ class RelationExtractor(eqx.Module):
         self = finite_model(self)
         return self.model.decision_function(self.features(tokens, e1_token, e2_token))
 
+    def predict(self, tokens: Sequence[Sequence[str]], e1_token: Any, e2_token: Any
+                ) -> np.ndarray:
+        """`[m]` the class of each mention's highest score (ties to the lowest class):
+        `model.predict` on the mentions' features."""
+        self = finite_model(self)
+        return self.model.predict(self.features(tokens, e1_token, e2_token))
+
     def pair_scores(self, tokens: Sequence[Sequence[str]], e1_token: Any, e2_token: Any,
                     mention_pair: Any, n_pairs: int, *, aggregate: str = "max") -> jax.Array:
         """`[P, C]` scores per entity pair (`aggregate_pairs`)."""
@@ -107,26 +114,31 @@ def train_extractor(
     mention_pair: Any,
     relations: Any,
     *,
+    key: jax.Array | None,
     classes: tuple | None = None,
     min_count: int | None = None,
     max_count: int | None = None,
     polynomial: bool = False,
     squares: bool = False,
     svd_rank: int | None = None,
-    key: jax.Array | None = None,
     max_sequence: int = 5,
     max_bag: int = 10,
     heads: bool = False,
     dtype: Any = None,
     **solver_options: Any,
-) -> tuple[RelationExtractor, Solution[RelationModel], dict[str, Any]]:
+) -> Solution[RelationExtractor]:
     """Fits the feature pipeline on the training mentions and solves the relaxation.
+
+    A learner of docs/learners.md: the data (mentions) first, then the distant labels (each
+    mention's pair and the KB relations), the rest keyword-only, a `Solution` back.
 
     Args:
         tokens, e1_token, e2_token: the training mentions (sentence tokens, noun positions).
         mention_pair: `[N]` each mention's pair; `relations`: `[P, K]` the KB (see
             `jkern.ds.fit`).
-        classes: class names, NA first.
+        key: PRNG key of the SVD projection (keyword-only, no default: the pipeline can
+            draw); None without `svd_rank`. Its only consumer: the solve draws nothing
+            (`method="bcd"` visits the pairs in index order).
         min_count, max_count: prune features by document frequency (report Algorithm 1);
             rows are L2-normalized again after pruning.
         polynomial: add the degree-2 products of each row's features (`squares`: also x_a^2).
@@ -137,8 +149,11 @@ def train_extractor(
         **solver_options: `lam`, `mu`, `tol`, `max_iter`, ... of `jkern.ds.fit`.
 
     Returns:
-        `(extractor, solution, info)`: `info` has the feature counts and the seconds spent
-        building features and solving.
+        A `Solution` whose model is the `RelationExtractor` and whose `result` is the
+        solve's; its stats are `jkern.ds.fit`'s plus the feature counts (`features`, and
+        `features_pruned`, `features_expanded`, `features_projected` for the steps taken)
+        and the seconds spent building features (`feature_seconds`) and solving
+        (`solve_seconds`).
     """
     t0 = time.perf_counter()
     rows = lexical_features(tokens, e1_token, e2_token, max_sequence=max_sequence,
@@ -168,7 +183,8 @@ def train_extractor(
         info["features_projected"] = svd_rank
     info["feature_seconds"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sol = fit(features, mention_pair, relations, classes=classes, dtype=dtype, **solver_options)
+    sol = fit(features, mention_pair, relations, classes=classes, dtype=dtype, key=None,
+              **solver_options)
     jax.block_until_ready(sol.stats["primal"])
     info["solve_seconds"] = time.perf_counter() - t0
     extractor = RelationExtractor(
@@ -176,4 +192,4 @@ def train_extractor(
         None if projection is None else jnp.asarray(projection), sol.model,
         {"max_sequence": max_sequence, "max_bag": max_bag, "heads": heads,
          "squares": squares})
-    return extractor, sol, info
+    return Solution(extractor, sol.result, {**sol.stats, **info})

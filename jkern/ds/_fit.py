@@ -121,7 +121,7 @@ def fit(
     check_every: int | None = None,
     refine: int | None = None,
     primal_steps: int = 150,
-    key: Any = None,
+    key: Any,
     dtype: Any = None,
     throw: bool = False,
 ) -> Solution[RelationModel]:
@@ -153,8 +153,9 @@ def fit(
             (`check`; default 30 for bcd and hybrid, 0 for fista): the gap is certified
             either way. Hybrid's primal phase labels with as many steps.
         primal_steps: hybrid only: the primal phase's steps per cycle.
-        key: bcd only: a PRNG key visits the pairs in a fresh random order each sweep (None:
-            in index order).
+        key: keyword-only, no default (the learner can draw: docs/learners.md). bcd visits
+            the pairs in a fresh random order each sweep drawn from it, or in index order
+            with `key=None`; fista and hybrid draw nothing: pass `key=None`.
         dtype: the computation's float dtype (default the features').
         throw: raise `ConvergenceError` unless the gap reached `tol`.
 
@@ -186,7 +187,8 @@ def fit(
     if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
         raise InputError(f"refine must be an int >= 0, got {refine!r}")
     if key is not None and not bcd:
-        raise InputError(f"key orders the pairs of method='bcd'; {method} draws nothing")
+        raise InputError(f"key orders the pairs of method='bcd'; {method} draws nothing: "
+                         "pass key=None")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
         raise InputError(f"tol must be a finite number > 0, got {tol!r}")
     cons = constraints(mention_pair, relations, at_least=at_least, dtype=dt)

@@ -14,11 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _startup as _startup  # the compilation cache, program counts
 from ._model import KDA as KDA
 
-_TRAINING = ("adam", "default_data_key", "epoch_batches", "fit", "fit_grid", "grid_member",
-             "init_grid", "init_opt_state", "loss_fn", "train_step")
-_RECIPE = ("development_split", "train")
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the training side, for type checkers; loaded on first use below
     from ._recipe import development_split as development_split
     from ._recipe import train as train
     from ._train import adam as adam
@@ -32,18 +28,7 @@ if TYPE_CHECKING:
     from ._train import loss_fn as loss_fn
     from ._train import train_step as train_step
 
-
-def __getattr__(name: str) -> Any:
-    if name in _TRAINING:
-        return getattr(importlib.import_module("._train", __name__), name)
-    if name in _RECIPE:
-        return getattr(importlib.import_module("._recipe", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_TRAINING, *_RECIPE])
-
+# The one export list: every name but KDA lives in `_train` or `_recipe` (which imports optax).
 __all__ = [
     "KDA",
     "adam",
@@ -59,3 +44,16 @@ __all__ = [
     "train",
     "train_step",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:  # the training side (`_recipe` imports `_train`)
+        for module in ("._recipe", "._train"):
+            found = vars(importlib.import_module(module, __name__))
+            if name in found:
+                return found[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

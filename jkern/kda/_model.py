@@ -44,11 +44,12 @@ def _dropout(x: Array, rate: Array, key: PRNGKeyArray | None) -> Array:
 class KDA(eqx.Module):
     """Nyström layer + MLP over kernel columns `c = K(x, landmarks)`.
 
-    Build with `KDA.init`. `model(c, key=...)` gives class scores (logits) for a `[n, m]`
-    batch of kernel columns; `key=None` is inference (no dropout). The prediction surface of
-    every jkern model (docs/learners.md): `decision_function(c)` (the logits, `[n, classes]`),
-    `predict(c)` (the class of the highest logit, ties to the lowest class), `classes`, and
-    `binary_decision(scores)` for two classes (the difference of the logits).
+    Build with `KDA.init(nystrom, classes, key=...)`. `model(c, key=...)` gives class scores
+    (logits) for a `[n, m]` batch of kernel columns; `key=None` is inference (no dropout).
+    The prediction surface of every jkern model (docs/learners.md): `decision_function(c)`
+    (the logits, `[n, classes]`), `predict(c)` (the class of the highest logit, ties to the
+    lowest class), `classes`, and `binary_decision(scores)` for two classes (the difference
+    of the logits).
 
     Attributes:
         nystrom: `[landmarks, rank]` H_Ny = U S^-1/2 of the projector.
@@ -71,15 +72,15 @@ class KDA(eqx.Module):
     takes: ClassVar[str] = "kernel columns"
 
     @classmethod
-    def init(cls, key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"],
-             classes: Sequence[Any], *, hidden: Sequence[int] | None = None, dropout: Any = 0.0,
+    def init(cls, nystrom: Float[Array, "landmarks rank"], classes: Sequence[Any], *,
+             key: PRNGKeyArray, hidden: Sequence[int] | None = None, dropout: Any = 0.0,
              train_nystrom: bool = False, dtype: Any = None) -> KDA:
         """A freshly initialised model.
 
         Args:
-            key: PRNG key for the weights.
             nystrom: the projector's H (`Nystrom.projection`).
             classes: the labels (sorted unique training labels, say).
+            key: PRNG key for the weights (keyword-only, as every jkern key).
             hidden: hidden-layer widths; default two layers as wide as the landmarks (the paper).
             dropout: dropout rate in [0, 1).
             train_nystrom: train H_Ny with the rest (default frozen).

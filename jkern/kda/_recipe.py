@@ -146,10 +146,10 @@ def train(c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
                "min_epochs": min(epochs, -(-STEPS // per_epoch)) if has_dev else 0}
     extra: dict[str, Any] = {}
     if len(configs) == 1:  # one configuration: `fit` itself (with its progress lines)
-        model = KDA.init(k_init, nystrom, classes, hidden=hidden, dropout=dropouts[0],
+        model = KDA.init(nystrom, classes, key=k_init, hidden=hidden, dropout=dropouts[0],
                          train_nystrom=train_nystrom)
-        member = fit(model, c[fit_idx], lab[fit_idx], *dev, key=k_fit, l2=l2s[0],
-                     progress=progress, **options)
+        member = fit(c[fit_idx], lab[fit_idx], model=model, c_dev=dev[0], y_dev=dev[1],
+                     key=k_fit, l2=l2s[0], progress=progress, **options)
     else:  # the grid: one vmapped program, every member on the same batches
         rates = jnp.asarray([d for d, _ in configs], nystrom.dtype)
         models = init_grid(k_init, nystrom, classes, dropout=rates, hidden=hidden,

@@ -23,7 +23,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from .._cache import filter_jit
 from .._progress import end_line, rewrite
 from .._solution import Solution, result_code
-from .._validate import finite, in_domain, kernel_fits, nonnegative
+from .._validate import finite, in_domain, kernel_fits, nonnegative, resolve_dtype
 from ..errors import InputError
 from ._model import KDA
 
@@ -237,13 +237,12 @@ def _check_options(epochs, batch_size, patience, min_epochs=0):
         raise InputError(f"patience must be a positive int or None, got {patience!r}")
 
 
-def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
-        c_dev: Float[Array, "n_dev landmarks"] | None = None,
-        y_dev: Sequence[Any] | np.ndarray | None = None,
-        *, key: PRNGKeyArray, l2: float = 0.0, epochs: int = 500, batch_size: int = 256,
-        patience: int | None = None, min_epochs: int = 0,
+def fit(c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray, *, model: KDA,
+        key: PRNGKeyArray, c_dev: Float[Array, "n_dev landmarks"] | None = None,
+        y_dev: Sequence[Any] | np.ndarray | None = None, l2: float = 0.0, epochs: int = 500,
+        batch_size: int = 256, patience: int | None = None, min_epochs: int = 0,
         optimizer: optax.GradientTransformation | None = None,
-        data_key: PRNGKeyArray | None = None, throw: bool = False,
+        data_key: PRNGKeyArray | None = None, dtype: Any = None, throw: bool = False,
         progress: bool = False) -> Solution[KDA]:
     """Trains `model` on kernel columns `c` (`K(x, landmarks)`) and labels `y`.
 
@@ -255,15 +254,18 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     development set the last epoch's model is returned. Deterministic given `key`.
 
     Args:
-        model: from `KDA.init`.
         c, y: training kernel columns `[n, landmarks]` and labels (from `model.classes`).
-        c_dev, y_dev: the development set (optional).
+        model: the network to train, from `KDA.init` (keyword-only: data first, as every
+            learner of docs/learners.md).
         key: PRNG key (shuffling and dropout).
+        c_dev, y_dev: the development set (optional).
         l2: λ of the weight penalty.
         epochs, batch_size, patience: as above (the paper: 500, 256, no patience).
         optimizer: an optax transformation (default Adam, learning rate 1e-3).
         data_key: PRNG key of the batch order (default: derived from `key`); the dropout
             masks come from `fold_in(key, epoch)`.
+        dtype: computation dtype (default: the model's, its Nyström layer's; the kernel
+            columns are cast to it). Another dtype casts the model's parameters too.
         throw: raise `ConvergenceError` if the training loss became NaN or inf.
         progress: a line per epoch on stderr (training loss, development accuracy,
             seconds), from a host callback in the compiled loop; rewritten in place on a
@@ -277,6 +279,9 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
         training loss of each epoch, NaN after the last one). The result is `successful`
         unless the loss became non-finite (`nonfinite`).
     """
+    if not isinstance(model, KDA):
+        raise InputError(f"model must be a KDA (from KDA.init), got {type(model).__name__}")
+    model = _as_dtype(model, dtype)
     _check_options(epochs, batch_size, patience, min_epochs)
     optimizer = adam() if optimizer is None else optimizer
     data = _check_data(model.n_landmarks, c, y, c_dev, y_dev, model.classes, model.nystrom.dtype)
@@ -293,6 +298,17 @@ def fit(model: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarra
     return solution.check(throw)
 
 
+def _as_dtype(model: KDA, dtype: Any) -> KDA:
+    """`model` with its floating arrays in `dtype` (None: as it is)."""
+    if dtype is None:
+        return model
+    dt = resolve_dtype(dtype)
+    if dt == model.nystrom.dtype:
+        return model
+    return jax.tree_util.tree_map(
+        lambda a: a.astype(dt) if eqx.is_inexact_array(a) else a, model)
+
+
 def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
              c_dev: Float[Array, "n_dev landmarks"] | None = None,
              y_dev: Sequence[Any] | np.ndarray | None = None, *, keys: PRNGKeyArray, l2: Any,
@@ -302,7 +318,7 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.
     """`fit` for G configurations at once, as one vmapped program.
 
     `models` is a stacked KDA (leading axis G on every array leaf, from `init_grid`), `keys`
-    `[G]` keys and `l2` `[G]` penalties. Member g equals `fit(model_g, ..., key=keys[g],
+    `[G]` keys and `l2` `[G]` penalties. Member g equals `fit(..., model=model_g, key=keys[g],
     l2=l2[g], data_key=data_key)`. With one `data_key` every member sees the same batches
     (one gather per step for the whole grid, and configurations compared on equal terms);
     without it each member shuffles from its own key. With `patience` the program runs until
@@ -328,11 +344,12 @@ def init_grid(key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"], classe
               *, dropout: Any, hidden: Sequence[int] | None = None,
               train_nystrom: bool = False) -> KDA:
     """G stacked models, one per entry of `dropout` (`[G]`), initialised from
-    `split(key, G)` (so member g equals `KDA.init(split(key, G)[g], ..., dropout=dropout[g])`)."""
+    `split(key, G)` (so member g equals `KDA.init(..., key=split(key, G)[g],
+    dropout=dropout[g])`)."""
     dropout = jnp.atleast_1d(jnp.asarray(dropout))
     keys = jax.random.split(key, dropout.shape[0])
     return eqx.filter_vmap(
-        lambda k, p: KDA.init(k, nystrom, classes, hidden=hidden, dropout=p,
+        lambda k, p: KDA.init(nystrom, classes, key=k, hidden=hidden, dropout=p,
                               train_nystrom=train_nystrom)
     )(keys, dropout)
 

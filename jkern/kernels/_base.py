@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._validate import resolve_dtype as resolve_dtype  # the kernels' dtype rule, one home
 from ..errors import InputError
 
 # The options `gram` forwards to the tree-kernel engine. Algebra passes them to both sides, so
@@ -78,21 +79,6 @@ def _sides(options: dict[str, Any]) -> tuple[dict, dict, Callable[[], None]]:
                 stats[name] = stats.get(name, 0) + value
 
     return {**options, "stats": first}, {**options, "stats": second}, merge
-
-
-def resolve_dtype(dtype: Any) -> jnp.dtype:
-    """The float dtype to compute in; float64 needs JAX's x64 mode."""
-    if dtype is None:
-        return jnp.zeros((), float).dtype  # float64 under x64, else float32
-    dt = jnp.dtype(dtype)
-    if dt == jnp.float64 and not jax.config.read("jax_enable_x64"):
-        raise InputError(
-            "float64 needs JAX's 64-bit mode: call jax.config.update('jax_enable_x64', True) "
-            "before using jkern (the jkern CLI does this for --dtype float64)"
-        )
-    if dt not in (jnp.float32, jnp.float64):
-        raise InputError(f"dtype must be float32 or float64, got {dt}")
-    return dt
 
 
 class AbstractKernel(eqx.Module):

@@ -18,8 +18,8 @@ import numpy as np
 
 from .._sparse import SparseRows
 from .._validate import positive_int
+from ..data._sparse_files import SparseExamples
 from ..errors import InputError
-from ._data import SparseExamples
 
 
 def _seed(key: Any) -> int:

@@ -18,6 +18,7 @@ from ._ksvm import KernelSVM as KernelSVM
 from ._ksvm import ksvm as ksvm
 from ._ksvm import ksvm_ovr as ksvm_ovr
 from ._ovr import one_vs_rest as one_vs_rest
+from ._ovr import stack_stats as stack_stats
 from ._qp import QPResult as QPResult
 from ._qp import solve_one_slack_dual as solve_one_slack_dual
 
@@ -38,6 +39,7 @@ __all__ = [
     "ksvm",
     "ksvm_ovr",
     "one_vs_rest",
+    "stack_stats",
     "QPResult",
     "solve_one_slack_dual",
 ]

@@ -41,9 +41,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._solution import Solution, result_code
-from .._validate import class_weights, plus_minus_labels, positive_int
+from .._validate import class_weights, plus_minus_labels, positive_int, resolve_dtype
 from ..errors import InputError
-from ..kernels._base import AbstractKernel, resolve_dtype
+from ..kernels._base import AbstractKernel
 from ..kernels._prepared import PreparedTrees
 from ..kernels._tree_kernels import AbstractTreeKernel, as_trees
 from ..trees._forest import Forest
@@ -222,7 +222,8 @@ def _importance(y: np.ndarray, class_weight: Any, importance: Any) -> np.ndarray
     return importance
 
 
-def draw_sample(key: jax.Array, n: int, r: int, importance: np.ndarray | None) -> np.ndarray:
+def draw_sample(n: int, r: int, importance: np.ndarray | None, *, key: jax.Array
+                ) -> np.ndarray:
     """Training indices of one iteration's sample.
 
     Uniform: r distinct indices (all n when r >= n). With importance weights z: Algorithm 9,
@@ -264,7 +265,7 @@ def cpa(
     class_weight: Mapping[Any, Any] | None = None,
     importance: Any = None,
     max_iter: int = 500,
-    key: jax.Array | None = None,
+    key: jax.Array | None,
     dtype: Any = None,
     qp_tol: float = 1e-12,
     qp_max_iter: int = 20_000,
@@ -296,8 +297,8 @@ def cpa(
             n / (2 count)).
         importance: per-example importance weights instead of `class_weight`.
         max_iter: most iterations (the result says whether it converged).
-        key: PRNG key of the samples; required when samples are drawn (r < n, or
-            importance weights with r < n).
+        key: PRNG key of the samples (keyword-only, no default: the learner can draw);
+            None only for the exact algorithm (`sample` >= n), which draws nothing.
         dtype: computation dtype (default JAX's default float: float64 under x64).
         qp_tol: the QP's relative duality-gap tolerance.
         qp_max_iter: most gradient steps per QP solve (many nearly parallel planes make the
@@ -376,7 +377,7 @@ def cpa(
                 idx = np.arange(n)
             else:
                 assert key is not None  # checked above: sampling needs a key
-                idx = draw_sample(jax.random.fold_in(key, it), n, r, importance)
+                idx = draw_sample(n, r, importance, key=jax.random.fold_in(key, it))
             uniq, mult = np.unique(idx, return_counts=True)
             share = mult / r
         samples.append(uniq)

@@ -20,7 +20,7 @@ the stopping rule (max PG − min PG ≤ tol, re-checked over all variables afte
 the `|PG| > 1e-12` update guard follow LIBLINEAR line by line.
 
 X is a dense `[n, d]` array or a `jkern.SparseRows`; the solver reads it only through the row
-access of `_rows.py` (the dot products w·x_i and the update w += δ x_i: a row of the dense
+access of `jkern/_rows.py` (the dot products w·x_i and the update w += δ x_i: a row of the dense
 matrix, or a gather-sum and a scatter-add over the k stored entries of a sparse row), so both
 layouts run this one algorithm, with the same visit orders, and reach the same iterates up to
 floating-point summation order. The bias feature is never materialised: its weight w_bias is a
@@ -49,6 +49,7 @@ from jaxtyping import Array, Float, Int
 
 from .._cache import jit
 from .._labels import labels_at, predict_labels, sign_labels, two_class_decision
+from .._rows import AbstractRows, as_rows, scores
 from .._solution import Solution, result_code
 from .._sparse import FeatureIds, SparseRows
 from .._validate import (
@@ -62,7 +63,6 @@ from .._validate import (
 )
 from ..errors import InputError
 from ._ovr import one_vs_rest
-from ._rows import AbstractRows, as_rows, scores
 
 Loss = Literal["squared_hinge", "hinge"]
 _LOSSES = ("squared_hinge", "hinge")

@@ -16,9 +16,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._labels import predict_labels, score_columns, two_class_decision
-from .._validate import finite_model
+from .._validate import finite_model, resolve_dtype
 from ..errors import InputError
-from ..kernels._base import AbstractKernel, Normalized, resolve_dtype
+from ..kernels._base import AbstractKernel, Normalized
 from ..kernels._tree_kernels import AbstractTreeKernel
 
 DECISION_MODES = ("forest", "sdag+", "usvm")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +46,28 @@ def plus_minus_targets(labels: Any, classes: tuple, n: int, dtype: Any = jnp.flo
     return jnp.where(labels[None, :] == jnp.asarray(classes)[:, None], 1.0, -1.0).astype(dtype)
 
 
+def stack_stats(per_class: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The stats of k binary solutions as one dict with a leading class axis, as a vmapped
+    one-vs-rest gives them: what has one shape in every class (arrays, numbers) is stacked
+    `[k, ...]`; what has not (cpa's per-iteration `history`, its `alpha` of one entry per
+    plane, ...) is a list of k entries, entry k the class's own.
+
+    >>> s = stack_stats([{"n": 3, "alpha": np.ones(2)}, {"n": 5, "alpha": np.ones(4)}])
+    >>> s["n"].tolist(), [a.shape for a in s["alpha"]]
+    ([3, 5], [(2,), (4,)])
+    """
+    out: dict[str, Any] = {}
+    for name in per_class[0]:
+        values = [stats[name] for stats in per_class]
+        arrays = all(isinstance(v, (jax.Array, np.ndarray, numbers.Number)) for v in values)
+        if arrays and len({np.shape(v) for v in values}) == 1:
+            device = any(isinstance(v, jax.Array) for v in values)
+            out[name] = jnp.stack(values) if device else np.stack(values)
+        else:
+            out[name] = list(values)
+    return out
+
+
 def one_vs_rest(learner: Callable[..., Solution], data: Any, labels: Any, *,
                 classes: Sequence[Any] | None = None,
                 class_weight: Mapping[Any, Any] | str | None = None, vmap: bool = True,
@@ -68,7 +91,8 @@ def one_vs_rest(learner: Callable[..., Solution], data: Any, labels: Any, *,
 
     Returns:
         A `Solution` whose model has a leading class axis and `classes` set, and whose
-        `result` and array stats are `[k]`.
+        `result` and array stats are `[k, ...]` (`vmap=False`: `stack_stats`, ragged stats
+        a list of k).
     """
     classes_t, lab = _classes_of(labels, classes)
     n = len(labels) if n is None else n
@@ -90,5 +114,5 @@ def one_vs_rest(learner: Callable[..., Solution], data: Any, labels: Any, *,
     else:
         model = dataclasses.replace(
             jax.tree_util.tree_map(lambda *a: jnp.stack(a), *models), classes=classes_t)
-    stats = {key: [s.stats[key] for s in sols] for key in sols[0].stats}
-    return Solution(model, jnp.stack([s.result for s in sols]), stats)
+    return Solution(model, jnp.stack([s.result for s in sols]),
+                    stack_stats([s.stats for s in sols]))

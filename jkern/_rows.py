@@ -1,10 +1,11 @@
-"""Row access for the linear solvers: what a coordinate step needs of a feature matrix.
+"""Row access for the coordinate solvers: what a coordinate step needs of a feature matrix.
 
 A dual coordinate step touches one example x_i twice: the dot products w·x_i of the models
 being trained, and the update w += δ x_i. `DenseRows` reads x_i as a `[d]` row of an `[n, d]`
 array; `SparseRowsAccess` reads the k stored entries of row i of a `jkern.SparseRows`, so the
 dot is a gather-sum over k columns and the update a scatter-add to them (O(k) per step,
-whatever d is). The solver (`_dcd._solve`) is written once against `AbstractRows`.
+whatever d is). The solvers (`svm._dcd._solve`, the distant-supervision bcd) are written once
+against these; the rows are data that every learner shares, so they live beside `_sparse`.
 
 `as_rows` checks a user's X (either kind) at the boundary; `scores` is X @ wᵀ for a model's
 weights of any batch shape.
@@ -21,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._sparse import SparseRows, matmul
-from .._validate import finite, float_dtype, is_traced, kernel_fits
-from ..errors import InputError
+from ._sparse import SparseRows, matmul
+from ._validate import finite, float_dtype, is_traced, kernel_fits
+from .errors import InputError
 
 
 class AbstractRows(eqx.Module):
