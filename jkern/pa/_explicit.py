@@ -275,6 +275,11 @@ class ConjunctionModel(eqx.Module):
                             jnp.asarray(idx < F))
         return out.reshape(-1)[:m]
 
+    @property
+    def classes(self) -> tuple[int, int]:
+        """PA-I is binary: (-1, +1); `predict` gives +1 where the margin is >= 0."""
+        return (-1, 1)
+
     def predict(self, X: SparseRows) -> Int[Array, " m *batch"]:
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))

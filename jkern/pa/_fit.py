@@ -97,6 +97,11 @@ class SupportVectorModel(eqx.Module):
         val = jnp.pad(val, ((0, pad), (0, 0))).reshape(-1, B, val.shape[1])
         return _margins(self, idx, val).reshape(-1)[:m]
 
+    @property
+    def classes(self) -> tuple[int, int]:
+        """PA-I is binary: (-1, +1); `predict` gives +1 where the margin is >= 0."""
+        return (-1, 1)
+
     def predict(self, X: SparseRows) -> Int[Array, " m *batch"]:
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))

@@ -99,6 +99,11 @@ class ExpandedModel(eqx.Module):
                                 jnp.asarray(val.reshape(-1, B, val.shape[1]) != 0))
         return out.reshape(-1)[:m]
 
+    @property
+    def classes(self) -> tuple[int, int]:
+        """PA-I is binary: (-1, +1); `predict` gives +1 where the margin is >= 0."""
+        return (-1, 1)
+
     def predict(self, X: SparseRows) -> Int[Array, " m"]:
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))
