@@ -54,6 +54,15 @@ def fresh_programs() -> None:
     _executables.clear_loaded()
 
 
+def programs_of_one_gram(make, value, trees) -> int:
+    """The programs one float64 Gram of `make(value)` builds from a process that holds
+    none (the kernel made after the count starts: its checks build programs too)."""
+    fresh_programs()
+    before = programs()
+    jax.block_until_ready(jkern.gram(make(value), trees, dtype="float64"))
+    return programs() - before
+
+
 def loop(make, values, trees, **kw):
     return np.stack([np.asarray(jkern.gram(make(v), trees, dtype="float64", **kw))
                      for v in values])
@@ -61,10 +70,7 @@ def loop(make, values, trees, **kw):
 
 def test_ptk_lambda_grid_equals_the_loop_builds_no_more_programs_and_warns_not(trees):
     make = lambda lam: jkern.PTK(lam, 0.4)  # noqa: E731
-    fresh_programs()
-    before = programs()
-    jax.block_until_ready(jkern.gram(make(0.4), trees, dtype="float64"))
-    one = programs() - before
+    one = programs_of_one_gram(make, 0.4, trees)
     fresh_programs()
     before = programs()
     with strict():
@@ -86,10 +92,7 @@ def test_ptk_lambda_grid_equals_the_loop_builds_no_more_programs_and_warns_not(t
 
 def test_jit_of_the_grid_equals_the_loop_and_adds_only_its_own_program(trees):
     make = lambda lam: jkern.PTK(lam, 0.4)  # noqa: E731
-    fresh_programs()
-    before = programs()
-    jax.block_until_ready(jkern.gram(make(0.4), trees, dtype="float64"))
-    one = programs() - before
+    one = programs_of_one_gram(make, 0.4, trees)
     fresh_programs()
     before = programs()
     with strict():

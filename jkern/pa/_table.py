@@ -21,7 +21,7 @@ from jaxtyping import Array, Int
 
 from .._cache import filter_jit
 
-DENSE_IDS = 1 << 22  # room of the dense map (int32 positions): N = 2,895 at d = 2, 293 at d = 3
+DENSE_IDS = 1 << 22  # weights at arithmetic ids at most: N = 2,895 at d = 2, 293 at d = 3
 
 
 def conjunction_coefficients(degree: int) -> tuple[int, ...]:
@@ -218,7 +218,7 @@ class CommonPart(eqx.Module):
 
 
 def dense_features(n_common: int, degree: int, budget: int = DENSE_IDS) -> int:
-    """The most frequent features whose conjunctions get a dense map: the largest
+    """The most frequent features whose conjunctions get arithmetic ids: the largest
     N ≤ n_common with `n_conjunctions(N, degree)` ≤ budget (the conjunctions of ≤ d of
     its features, ∅ included).
 
