@@ -6,6 +6,11 @@ x̃ = K(x, L) H, so that x̃ · ỹ ≈ K(x, y) (exact when x or y is a landmark
 rank). K(x, L) goes through the forest path of the tree kernels, in row blocks: the landmarks
 are prepared once (their forest, its plan, the block's column side, their self-kernels) and
 every embedding extends them with its inputs' trees (`PreparedTrees.extend`).
+
+In a `jax.distributed` job, `processes=True` shares the row blocks of W = K(L, L) and of K(x, L)
+among the processes (every process makes the same call and gets the whole result, computing
+its share of the blocks); the fit broadcasts process 0's H, so every process holds the same
+projector bit for bit (docs/multi-host.md).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from .errors import InputError
 from .kernels._base import AbstractKernel, Normalized, Scaled
 from .kernels._budget import check_landmarks, memory_budget
 from .kernels._prepared import remembered
+from .kernels._processes import broadcast, check_same, shared_among
 from .kernels._tree_kernels import AbstractTreeKernel
 
 
@@ -110,18 +116,34 @@ class Nystrom(eqx.Module):
     def rank(self) -> int:
         return int(self.projection.shape[1])
 
-    def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
-              ) -> Float[Array, "n rank"]:
-        """Embeddings of the inputs `x` (`gram_options`: progress, block_size, threads)."""
-        self = finite_model(self)
-        return self.embed_columns(self.columns(x, dtype=dtype, **gram_options))
+    def embed(self, x: Sequence[Any], *, dtype: Any = None, processes: bool | str = False,
+              **gram_options: Any) -> Float[Array, "n rank"]:
+        """Embeddings of the inputs `x`: `columns(x) @ projection`.
 
-    def columns(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
-                ) -> Float[Array, "n landmarks"]:
+        Args:
+            x: inputs, as the kernel takes them.
+            dtype: computation dtype of K(x, L).
+            processes: in a `jax.distributed` job, True shares the row blocks of K(x, L)
+                among the processes: every process makes the same call (the same projector
+                and `x`, checked) and gets the whole embedding. "shared": K(x, L) goes into
+                `out=`, one `np.memmap` every process opened, and each embeds all of it.
+                In a one-process job, ignored. See docs/multi-host.md.
+            **gram_options: the Gram engine's options (`progress`, `block_size`, `threads`,
+                `devices`, `stats`: this process's work, `out`: K(x, L) written into it,
+                `max_memory`).
+        """
+        self = finite_model(self)
+        _check_same_projector(self, processes, (*self.landmarks, self.projection))
+        return self.embed_columns(_columns(self.kernel, self.landmarks, x, dtype, processes,
+                                           gram_options))
+
+    def columns(self, x: Sequence[Any], *, dtype: Any = None, processes: bool | str = False,
+                **gram_options: Any) -> Float[Array, "n landmarks"]:
         """K(x, landmarks); for a tree kernel, on the landmarks' prepared forest extended by
-        x's trees (see `landmark_columns`)."""
-        return self.kernel.gram(x, landmark_columns(self.kernel, self.landmarks, dtype),
-                                dtype=dtype, **gram_options)
+        x's trees (see `landmark_columns`). `processes` and `gram_options` as `embed`'s
+        (with "shared", every process returns `out`, the shared file)."""
+        _check_same_projector(self, processes, self.landmarks)
+        return _columns(self.kernel, self.landmarks, x, dtype, processes, gram_options)
 
     def embed_columns(self, c: Float[Array, "n landmarks"]) -> Float[Array, "n rank"]:
         """Embeddings from precomputed kernel values `c[i, j] = K(x_i, landmark_j)`."""
@@ -150,19 +172,26 @@ class NystromEnsemble(eqx.Module):
         """Dimensions of the embedding: the members' ranks added up."""
         return sum(m.rank for m in self.members)
 
-    def embed(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
-              ) -> Float[Array, "n rank"]:
+    def embed(self, x: Sequence[Any], *, dtype: Any = None, processes: bool | str = False,
+              **gram_options: Any) -> Float[Array, "n rank"]:
+        """The members' embeddings, concatenated and scaled; options as `Nystrom.embed`'s."""
         self = finite_model(self)
-        return self.embed_columns(self.columns(x, dtype=dtype, **gram_options))
+        _check_same_projector(self, processes,
+                              (*self._union(), *(m.projection for m in self.members)))
+        return self.embed_columns(_columns(self.members[0].kernel, self._union(), x, dtype,
+                                           processes, gram_options))
 
-    def columns(self, x: Sequence[Any], *, dtype: Any = None, **gram_options: Any
-                ) -> Float[Array, "n all_landmarks"]:
+    def columns(self, x: Sequence[Any], *, dtype: Any = None, processes: bool | str = False,
+                **gram_options: Any) -> Float[Array, "n all_landmarks"]:
         """K(x, landmarks) over all members' landmarks: one Gram block against all of them
-        at once (one forest, one pass; prepared once, as `Nystrom.columns`)."""
-        union = tuple(t for m in self.members for t in m.landmarks)
-        kernel = self.members[0].kernel
-        return kernel.gram(x, landmark_columns(kernel, union, dtype), dtype=dtype,
-                           **gram_options)
+        at once (one forest, one pass; prepared once, as `Nystrom.columns`; options as
+        `Nystrom.embed`'s)."""
+        _check_same_projector(self, processes, self._union())
+        return _columns(self.members[0].kernel, self._union(), x, dtype, processes,
+                        gram_options)
+
+    def _union(self) -> tuple[Any, ...]:
+        return tuple(t for m in self.members for t in m.landmarks)
 
     def embed_columns(self, c: Float[Array, "n all_landmarks"]) -> Float[Array, "n rank"]:
         parts, start = [], 0
@@ -170,6 +199,25 @@ class NystromEnsemble(eqx.Module):
             parts.append(m.embed_columns(c[:, start: start + m.n_landmarks]))
             start += m.n_landmarks
         return jnp.concatenate(parts, axis=1) / np.sqrt(len(self.members))
+
+
+def _columns(kernel: AbstractKernel, landmarks: Sequence[Any], x: Sequence[Any], dtype: Any,
+             processes: bool | str, gram_options: dict[str, Any]) -> Any:
+    """K(x, landmarks) through `landmark_columns`, row blocks shared as `processes` says."""
+    return kernel.gram(x, landmark_columns(kernel, landmarks, dtype), dtype=dtype,
+                       processes=processes, **gram_options)
+
+
+def _check_same_projector(model: eqx.Module, processes: bool | str, values: Sequence[Any]
+                          ) -> None:
+    """With `processes` in a several-process job: InputError unless every process holds the
+    same landmarks (and projection, `values`). The Gram's own check compares sizes only, and
+    K(x, L) gathered from processes with different landmarks would mix their columns."""
+    traced = any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(model))
+    if shared_among(processes, traced):
+        check_same("Nystrom projectors (landmarks or projection)", values,
+                   "fit it the same way in every process (fit_nystrom(..., processes=True) "
+                   "with the same inputs and key) or load the same file")
 
 
 def landmark_columns(kernel: AbstractKernel, landmarks: Sequence[Any], dtype: Any = None
@@ -196,7 +244,8 @@ def landmark_columns(kernel: AbstractKernel, landmarks: Sequence[Any], dtype: An
 
 def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key: Array,
                 labels: Sequence[Any] | None = None, rcond: float = 1e-5, dtype: Any = None,
-                gram: Float[Array, "m m"] | None = None, **gram_options: Any) -> Nystrom:
+                gram: Float[Array, "m m"] | None = None, processes: bool | str = False,
+                **gram_options: Any) -> Nystrom:
     """A projector with `landmarks` inputs of `x` sampled by `select_landmarks`.
 
     Args:
@@ -209,39 +258,62 @@ def fit_nystrom(kernel: AbstractKernel, x: Sequence[Any], *, landmarks: int, key
         dtype: computation dtype of K(L, L).
         gram: W = K(L, L) if already computed (e.g. a sub-block of a full Gram), in the
             order of `select_landmarks(len(x), landmarks, key=key, labels=labels)`.
+        processes: in a `jax.distributed` job, True (or "shared": W is small, so it is
+            gathered either way) shares W's row blocks among the processes. Every process
+            makes the same call (the same `x`, `key` and `labels`: the landmarks are
+            checked) and returns the same projector, bit for bit: W is gathered and process
+            0's H broadcast. In a one-process job, ignored. See docs/multi-host.md.
         **gram_options: the Gram engine's options; with `progress=True` the fit is one
             phase on stderr (`Nystrom projector, M landmarks ...`, then its time) around
             the engine's bar.
 
     Raises:
         InputError: `landmarks` is not between 1 and `len(x)` (more landmarks than inputs
-            is refused, not lowered).
+            is refused, not lowered); with `processes`, processes chose different landmarks.
     """
     _check_count(landmarks, len(x))
     with phase(bool(gram_options.get("progress", False)),
                f"Nystrom projector, {landmarks} landmarks"):
-        return _fit(kernel, x, landmarks, key, labels, rcond, dtype, gram, gram_options)
+        return _fit(kernel, x, landmarks, key, labels, rcond, dtype, gram, processes,
+                    gram_options)
 
 
 def _fit(kernel: AbstractKernel, x: Sequence[Any], landmarks: int, key: Array,
          labels: Sequence[Any] | None, rcond: float, dtype: Any, gram: Any,
-         gram_options: dict[str, Any]) -> Nystrom:
+         processes: bool | str, gram_options: dict[str, Any]) -> Nystrom:
     """`fit_nystrom` without its progress phase (the engine's bar still shows)."""
     idx = select_landmarks(len(x), landmarks, key=key, labels=labels)
     check_landmarks(memory_budget(gram_options.get("max_memory")), len(idx),
                     resolve_dtype(dtype).itemsize)
     chosen = tuple(x[int(i)] for i in idx)
-    w = kernel.gram(list(chosen), dtype=dtype, **gram_options) if gram is None else gram
-    return projector_from_gram(kernel, chosen, w, rcond=rcond)
+    several = shared_among(processes, any(
+        is_traced(leaf) for leaf in jax.tree_util.tree_leaves((kernel, gram))))
+    if several:  # the Gram's check sees W's size only, not which inputs its rows are
+        check_same("landmarks", (len(x), *chosen),
+                   "pass the same inputs, landmarks, key and labels in every process")
+    w = (kernel.gram(list(chosen), dtype=dtype, processes=bool(processes), **gram_options)
+         if gram is None else gram)
+    return _projector(kernel, chosen, w, rcond, several)
 
 
 def projector_from_gram(kernel: AbstractKernel, landmarks: Sequence[Any],
                         w: Float[Array, "m m"], *, rcond: float = 1e-5) -> Nystrom:
     """The projector of `landmarks` whose kernel matrix is `w` (dropped components removed)."""
+    return _projector(kernel, landmarks, w, rcond, False)
+
+
+def _projector(kernel: AbstractKernel, landmarks: Sequence[Any], w: Any, rcond: float,
+               several: bool) -> Nystrom:
+    """`projector_from_gram`; `several`: every process takes process 0's H and kept
+    components (W is the same everywhere, but an eigendecomposition on another kind of
+    device could round, or keep a component, differently)."""
     w = jnp.asarray(w)
     if w.shape != (len(landmarks), len(landmarks)):
         raise InputError(f"W must be [{len(landmarks)}, {len(landmarks)}], got {w.shape}")
     h, keep = nystrom_projection(w, rcond=rcond)
+    if several:
+        h, kept = broadcast((h, keep.astype(h.dtype)))
+        h, keep = jnp.asarray(h, w.dtype), np.asarray(kept) > 0
     return Nystrom(kernel, tuple(landmarks), h[:, np.asarray(keep)])
 
 
@@ -255,11 +327,12 @@ def fit_nystrom_ensemble(kernel: AbstractKernel, x: Sequence[Any], *, landmarks:
     _check_count(landmarks, len(x))
     labels, rcond = options.pop("labels", None), options.pop("rcond", 1e-5)
     dtype, gram = options.pop("dtype", None), options.pop("gram", None)
+    processes = options.pop("processes", False)
     keys = jax.random.split(key, projections)
     with phase(bool(options.get("progress", False)),
                f"Nystrom projector, {landmarks} landmarks x {projections} projections"):
-        members = [_fit(kernel, x, landmarks, k, labels, rcond, dtype, gram, options)
-                   for k in keys]
+        members = [_fit(kernel, x, landmarks, k, labels, rcond, dtype, gram, processes,
+                        options) for k in keys]
     return NystromEnsemble(tuple(members))
 
 

@@ -233,20 +233,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_gram_shared_among_two_processes(tmp_path):
-    import numpy as np
-
-    trees = small_trees()
-    kernels = process_kernels()
-    for name in kernels:
-        np.lib.format.open_memmap(tmp_path / f"shared-{name}.npy", mode="w+",
-                                  dtype=np.float64, shape=(len(trees), len(trees)))
+def run_two_processes(worker: str, tmp_path: Path, timeout: float = 120) -> list[str]:
+    """Runs `worker` (Python source) as processes 0 and 1 of one `jax.distributed` job on
+    127.0.0.1 (its arguments: the process id, the coordinator's port, `tmp_path` and this
+    folder, to import helpers from) and returns their standard outputs; both must exit 0."""
     env = dict(os.environ)
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("JKERN_CACHE_DIR", str(REPO / ".jax_cache"))
     script = tmp_path / "process_worker.py"
-    script.write_text(WORKER)
+    script.write_text(worker)
     port = str(_free_port())
     logs = [(tmp_path / f"process{i}.out", tmp_path / f"process{i}.err") for i in range(2)]
     workers = []
@@ -257,7 +253,7 @@ def test_gram_shared_among_two_processes(tmp_path):
                  str(Path(__file__).parent)], env=env, stdout=stdout, stderr=stderr))
     # A process that fails leaves the other waiting in a collective (until JAX's heartbeat
     # timeout): stop both at the first failure and show its error.
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     try:
         while any(w.poll() is None for w in workers) and time.monotonic() < deadline:
             if any(w.poll() not in (None, 0) for w in workers):
@@ -269,13 +265,23 @@ def test_gram_shared_among_two_processes(tmp_path):
                 w.kill()
             w.wait()
     failed = [i for i, w in enumerate(workers) if w.returncode != 0]
-    assert not failed, "\n".join(  # -9: stopped (the other failed, or 120 s passed)
+    assert not failed, "\n".join(  # -9: stopped (the other failed, or `timeout` passed)
         f"process {i} exited with {workers[i].returncode}:\n{logs[i][1].read_text()[-3000:]}"
         for i in failed)
+    return [out.read_text() for out, _ in logs]
 
-    blocks = [json.loads(next(x for x in out.read_text().splitlines()
-                              if x.startswith("BLOCKS "))[7:])
-              for out, _ in logs]
+
+def test_gram_shared_among_two_processes(tmp_path):
+    import numpy as np
+
+    trees = small_trees()
+    kernels = process_kernels()
+    for name in kernels:
+        np.lib.format.open_memmap(tmp_path / f"shared-{name}.npy", mode="w+",
+                                  dtype=np.float64, shape=(len(trees), len(trees)))
+    outputs = run_two_processes(WORKER, tmp_path)
+    blocks = [json.loads(next(x for x in out.splitlines() if x.startswith("BLOCKS "))[7:])
+              for out in outputs]
     for name, kernel in kernels.items():
         stats = {}
         square = np.asarray(kernel.gram(trees, dtype="float64", block_size=4, stats=stats))

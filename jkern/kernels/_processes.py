@@ -12,11 +12,17 @@ own devices), then the rows meet in one of two ways:
 
 A block's values do not depend on the process that computed it, so the matrix is the one a
 single process computes, bit for bit.
+
+Callers that hold more than the Gram (a Nyström projector's landmarks, a kernel expansion's
+support inputs) check with `check_same` that every process holds the same ones: the Gram's own
+check sees sizes and indices, not the trees behind them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -30,23 +36,32 @@ from ..errors import InputError
 ROUND_VALUES = 1 << 22
 
 
-def processes_mode(processes: Any, out: Any, traced: bool) -> str | None:
-    """`processes` checked: None (this process computes every block), "gather" or "shared".
-
-    A one-process job (no `jax.distributed`, or one process) computes every block itself, so
-    a script runs unchanged on a laptop and on a cluster."""
+def shared_among(processes: Any, traced: bool) -> bool:
+    """Whether a call with `processes` (checked: False, None, True or "shared"; not under a
+    transformation) is shared among several processes: False in a one-process job."""
     if processes is None or processes is False:
-        return None
+        return False
     if processes is not True and processes != "shared":
         raise InputError(f"processes must be False, True or 'shared', got {processes!r}")
     if traced:
         raise InputError("processes= shares concrete Gram blocks among processes; under "
                          "jit/grad/vmap leave it unset")
+    return jax.process_count() > 1
+
+
+def processes_mode(processes: Any, out: Any, traced: bool) -> str | None:
+    """`processes` checked: None (this process computes every block), "gather" or "shared".
+
+    A one-process job (no `jax.distributed`, or one process) computes every block itself, so
+    a script runs unchanged on a laptop and on a cluster."""
+    several = shared_among(processes, traced)
+    if processes is None or processes is False:
+        return None
     if processes == "shared" and not isinstance(out, np.memmap):
         raise InputError("processes='shared' writes each process's rows into out=, a np.memmap "
                          "of one file that every process opened (e.g. np.lib.format.open_memmap "
                          "on a shared file system); without one use processes=True")
-    if jax.process_count() == 1:
+    if not several:
         return None
     return "gather" if processes is True else "shared"
 
@@ -75,6 +90,47 @@ def check_same_call(n: int, m: int, symmetric: bool, block_size: int | None, mod
         raise InputError(f"processes=: process {jax.process_index()} and process(es) {differ} "
                          f"asked for different Gram matrices (sizes, indices, block_size, dtype "
                          f"or mode differ); every process must make the same call")
+
+
+def fingerprint(values: Sequence[Any]) -> int:
+    """A CRC-32 of `values` that is the same in every process that holds equal ones: arrays
+    by dtype, shape and bytes, dataclasses (`Tree`, `Example`) field by field, anything else
+    (tuples of labels, numbers) by its `repr`."""
+    crc = 0
+    stack = list(reversed(values))
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (np.ndarray, jax.Array)):
+            a = np.ascontiguousarray(np.asarray(v))
+            crc = zlib.crc32(f"{a.dtype.str}{a.shape}".encode(), crc)
+            crc = zlib.crc32(a.tobytes(), crc)
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            crc = zlib.crc32(type(v).__name__.encode(), crc)
+            stack.extend(reversed([getattr(v, f.name) for f in dataclasses.fields(v)]))
+        elif isinstance(v, (list, tuple)) and any(
+                isinstance(e, (np.ndarray, jax.Array)) for e in v):
+            crc = zlib.crc32(f"{type(v).__name__}{len(v)}".encode(), crc)
+            stack.extend(reversed(v))
+        else:
+            crc = zlib.crc32(repr(v).encode(), crc)
+    return crc
+
+
+def check_same(what: str, values: Sequence[Any], advice: str) -> None:
+    """InputError in every process unless all hold equal `values` (compared by `fingerprint`,
+    one small all-gather): `what` names them, `advice` says what to do."""
+    mine = np.array([fingerprint(values)], np.uint32)
+    every = np.asarray(multihost_utils.process_allgather(mine)).reshape(-1)
+    differ = [p for p in range(len(every)) if every[p] != mine[0]]
+    if differ:
+        raise InputError(f"processes=: process {jax.process_index()} and process(es) {differ} "
+                         f"hold different {what}; {advice}")
+
+
+def broadcast(tree: Any) -> Any:
+    """`tree` (arrays of the same shapes in every process) as process 0 holds it, in every
+    process: values derived in each process (an eigendecomposition) become one."""
+    return multihost_utils.broadcast_one_to_all(tree)
 
 
 def block_owners(spans: list[tuple[int, int]], m: int, symmetric: bool, count: int

@@ -2,7 +2,9 @@
 
 The model of the cutting-plane SVM (`cpa`), and of a kernel SVM once its support inputs are
 attached (`KernelSVM.expand`): it keeps the support inputs, so it classifies new trees
-itself, through one weighted forest of all support vectors.
+itself, through one weighted forest of all support vectors. In a `jax.distributed` job,
+`decision_function(x, processes=True)` shares the row blocks of K(x, support) among the
+processes (docs/multi-host.md).
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
 from .._labels import predict_labels, score_columns, two_class_decision
-from .._validate import finite_model, resolve_dtype
+from .._validate import finite_model, is_traced, resolve_dtype
 from ..errors import InputError
 from ..kernels._base import AbstractKernel, Normalized
+from ..kernels._processes import check_same, shared_among
 from ..kernels._tree_kernels import AbstractTreeKernel
 
 DECISION_MODES = ("forest", "sdag+", "usvm")
@@ -79,8 +83,9 @@ class KernelExpansion(eqx.Module):
 
     def decision_function(self, x: Sequence[Any], *, mode: str = "forest", dtype: Any = None,
                           block_size: int = 256, threads: int = 2,
-                          devices: Sequence[Any] | None = None, progress: bool = False,
-                          stats: dict | None = None) -> Float[Array, " m *classes"]:
+                          devices: Sequence[Any] | None = None, processes: bool | str = False,
+                          progress: bool = False, stats: dict | None = None
+                          ) -> Float[Array, " m *classes"]:
         """f(x): `[m]` for a binary model, `[m, k]` for one-vs-rest.
 
         Args:
@@ -92,11 +97,26 @@ class KernelExpansion(eqx.Module):
             dtype: computation dtype (default: the coefficients').
             block_size, threads, devices, progress: the Gram engine's row blocks, host
                 threads, JAX devices and progress bar.
-            stats: a dict that receives `delta_evals` and `forest_nodes` (tree kernels).
+            processes: in a `jax.distributed` job, True shares the row blocks of the kernel
+                columns K(x, support) among the processes: every process makes the same call
+                (the same model, checked, and `x`) and gets all the decision values. (Only
+                True: the values are small, there is no `"shared"` file.) In a one-process
+                job, ignored. A normalized kernel's self-kernels of `x` are computed by
+                every process. See docs/multi-host.md.
+            stats: a dict that receives `delta_evals` (with `processes`, this process's)
+                and `forest_nodes` (tree kernels).
         """
         if mode not in DECISION_MODES:
             raise InputError(f"mode must be one of {DECISION_MODES}, got {mode!r}")
+        if processes == "shared":
+            raise InputError("decision_function gives every process all its values: pass "
+                             "processes=True (there is no shared file to write)")
         self = finite_model(self)
+        traced = any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(self))
+        if shared_among(processes, traced):  # the Gram's check sees sizes, not support trees
+            check_same("models (support inputs or coefficients)",
+                       (*self.support_inputs, self.coef, self.intercept),
+                       "train (or load) the same model in every process")
         dt = resolve_dtype(dtype if dtype is not None else self.coef.dtype)
         m = len(x)
         shape = (m, *self.coef.shape[:-1])
@@ -108,16 +128,18 @@ class KernelExpansion(eqx.Module):
                 raise InputError(f"mode {mode!r} needs a tree kernel")
             g = np.asarray(self.kernel.gram(list(x), list(self.support_inputs), dtype=dt,
                                             block_size=block_size, threads=threads,
-                                            devices=devices, progress=progress, stats=stats),
+                                            devices=devices, processes=processes,
+                                            progress=progress, stats=stats),
                            np.float64)
         else:
-            g = self._tree_block(split, x, mode, dt, block_size, threads, devices, progress,
-                                 stats)
+            g = self._tree_block(split, x, mode, dt, block_size, threads, devices, processes,
+                                 progress, stats)
         coef = np.asarray(self.coef, np.float64)
         f = g @ coef.T + np.asarray(self.intercept, np.float64)
         return jnp.asarray(f, dt)
 
-    def _tree_block(self, split, x, mode, dt, block_size, threads, devices, progress, stats):
+    def _tree_block(self, split, x, mode, dt, block_size, threads, devices, processes, progress,
+                    stats):
         base, normalize = split
         sv = list(self.support_inputs)
         n_sv = len(sv)
@@ -127,7 +149,8 @@ class KernelExpansion(eqx.Module):
         prepared = base.prepare(sv + trees, dtype=dt, expanded=expanded)
         rows, cols = np.arange(n_sv, n_sv + len(trees)), np.arange(n_sv)
         g = np.asarray(prepared.block(rows, cols, block_size=block_size, threads=threads,
-                                      devices=devices, progress=progress), np.float64)
+                                      devices=devices, processes=processes,
+                                      progress=progress), np.float64)
         model_work = prepared.counts.delta_evals
         if normalize:  # self-kernels of inputs and support vectors: not counted as model work
             g = g * inv_sqrt(prepared.diag(rows))[:, None] * inv_sqrt(prepared.diag(cols))[None]
