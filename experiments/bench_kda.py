@@ -75,7 +75,7 @@ def bench(train, y, classes, dropout, l2, m: int, epochs: int, repeats: int) -> 
     G = len(dropout)
     c, h = columns(train.trees, m, jax.random.PRNGKey(m))
     keys = jax.random.split(jax.random.PRNGKey(1), G)
-    models = kda.init_grid(jax.random.PRNGKey(0), h, classes, dropout=dropout)
+    models = kda.init_grid(h, classes, key=jax.random.PRNGKey(0), dropout=dropout)
     singles = [kda.grid_member(models, g) for g in range(G)]
     options = dict(epochs=epochs, batch_size=256)
 
@@ -84,7 +84,8 @@ def bench(train, y, classes, dropout, l2, m: int, epochs: int, repeats: int) -> 
     yi = jnp.asarray(np.searchsorted(np.asarray(classes), y), jnp.int32)
 
     def grid():
-        return kda.fit_grid(models, c, y, keys=keys, l2=l2, data_key=data_key, **options)
+        return kda.fit_grid(c, y, models=models, keys=keys, l2=l2, data_key=data_key,
+                            **options)
 
     def fits():
         return [kda.fit(c, y, model=singles[g], key=keys[g], l2=l2[g], data_key=data_key,

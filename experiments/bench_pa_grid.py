@@ -55,7 +55,7 @@ def worker(spec: dict) -> dict:
     grid = jnp.asarray(spec["grid"], jnp.float64)
     t0, c0 = time.perf_counter(), time.process_time()
     sols = jax.vmap(lambda c: fit(Xtr, train.labels, C=c, degree=spec["degree"],
-                                  epochs=spec["epochs"], mode=spec["mode"]))(grid)
+                                  epochs=spec["epochs"], mode=spec["mode"], key=None))(grid)
     jax.block_until_ready(sols.model)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

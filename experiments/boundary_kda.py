@@ -114,8 +114,9 @@ def main(argv=None) -> int:
             dropout = jnp.asarray([d for d in DROPOUTS for _ in L2S], jnp.float32)
             l2 = jnp.asarray([v for _ in DROPOUTS for v in L2S], jnp.float32)
             k_init, k_fit, k_data = jax.random.split(jax.random.fold_in(key, 2), 3)
-            grid = kda.fit_grid(kda.init_grid(k_init, h, (-1, 1), dropout=dropout),
-                                c_train[fit], y[fit], c_train[dev], y[dev],
+            grid = kda.fit_grid(c_train[fit], y[fit],
+                                models=kda.init_grid(h, (-1, 1), key=k_init, dropout=dropout),
+                                c_dev=c_train[dev], y_dev=y[dev],
                                 keys=jax.random.split(k_fit, len(dropout)), l2=l2,
                                 data_key=k_data, epochs=args.epochs, patience=args.patience)
             dev_f1 = [prf(y[dev], kda.grid_member(grid, g).model.predict(c_train[dev]))["f1"]

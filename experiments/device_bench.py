@@ -155,7 +155,7 @@ class Inputs:
         y = np.asarray(self.trec_train.coarse)
         dropout = jnp.asarray([d for d in DROPOUTS for _ in L2S], jnp.float32)
         h = jnp.asarray(self.projector.projection, jnp.float32)
-        models = kda.init_grid(jax.random.PRNGKey(0), h, tuple(sorted(set(y.tolist()))),
+        models = kda.init_grid(h, tuple(sorted(set(y.tolist()))), key=jax.random.PRNGKey(0),
                                dropout=dropout)
         return {"y": y, "models": models, "l2": jnp.asarray([v for _ in DROPOUTS for v in L2S],
                                                             jnp.float32),
@@ -217,7 +217,7 @@ def train_accuracy(models: list[kda.KDA], c: jax.Array, y: np.ndarray) -> list[f
 def kda_grid_workload(inputs: Inputs) -> Workload:
     c, s = inputs.columns, inputs.kda_setup
     return Workload(
-        lambda: kda.fit_grid(s["models"], c, s["y"], keys=s["keys"], l2=s["l2"],
+        lambda: kda.fit_grid(c, s["y"], models=s["models"], keys=s["keys"], l2=s["l2"],
                              **kda_options(inputs)),
         "float32", kda_size(inputs),
         lambda sol: {"train_accuracy": train_accuracy(
@@ -242,7 +242,8 @@ def pa_grid_workload(inputs: Inputs) -> Workload:
 
     def fit_grid():
         return jax.vmap(lambda c: pa.fit(data.features, data.labels, C=c, degree=2,
-                                         epochs=epochs, mode="block", dtype="float64"))(grid)
+                                         epochs=epochs, mode="block", dtype="float64",
+                                         key=None))(grid)
 
     return Workload(fit_grid, "float64",
                     {"examples": len(data.labels), "degree": 2, "epochs": epochs,

@@ -95,7 +95,7 @@ def worker(spec: dict) -> dict:
     else:
         sol = fit(Xtr, train.labels, degree=degree, C=spec["C"], epochs=spec["epochs"],
                   mode=MODE_OF[model_name], n_common=spec.get("n_common"),
-                  block_size=spec["block"], throw=True)
+                  block_size=spec["block"], throw=True, key=None)
         jax.block_until_ready(sol.model)
         updated = np.asarray(sol.stats["updated"])
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -281,10 +281,10 @@ def select_kda(c_train: np.ndarray, h: np.ndarray, y_train: np.ndarray, fit: np.
     classes = tuple(sorted(set(y_train.tolist())))
     dropout, l2 = kda_grid(choice)
     k_init, k_fit, k_data = jax.random.split(key, 3)
-    models = kda.init_grid(k_init, h, classes, dropout=dropout)
-    grid = kda.fit_grid(models, c_train[fit], y_train[fit], c_train[held], y_train[held],
-                        keys=jax.random.split(k_fit, len(dropout)), l2=l2, data_key=k_data,
-                        epochs=epochs, patience=patience)
+    models = kda.init_grid(h, classes, key=k_init, dropout=dropout)
+    grid = kda.fit_grid(c_train[fit], y_train[fit], models=models, c_dev=c_train[held],
+                        y_dev=y_train[held], keys=jax.random.split(k_fit, len(dropout)), l2=l2,
+                        data_key=k_data, epochs=epochs, patience=patience)
     dev = np.nanmax(np.asarray(grid.stats["dev_accuracy"]), axis=1)
     g = int(np.argmax(dev))
     record = {"choice": g if choice is None else choice, "dropout": round(float(dropout[g]), 6),

@@ -97,11 +97,11 @@ def run_kda(c_train, c_test, h, y_train, y_test, fit, held, key, args, choice=No
     classes = tuple(sorted(set(y_train.tolist())))
     dropout, l2 = grid_configs(choice)
     k_init, k_fit, k_data = jax.random.split(key, 3)
-    models = kda.init_grid(k_init, h, classes, dropout=dropout,
+    models = kda.init_grid(h, classes, key=k_init, dropout=dropout,
                            train_nystrom=args.train_nystrom)
-    grid = kda.fit_grid(models, c_train[fit], y_train[fit], c_train[held], y_train[held],
-                        keys=jax.random.split(k_fit, len(dropout)), l2=l2, data_key=k_data,
-                        epochs=args.epochs, patience=args.patience)
+    grid = kda.fit_grid(c_train[fit], y_train[fit], models=models, c_dev=c_train[held],
+                        y_dev=y_train[held], keys=jax.random.split(k_fit, len(dropout)), l2=l2,
+                        data_key=k_data, epochs=args.epochs, patience=args.patience)
     best_dev = np.nanmax(np.asarray(grid.stats["dev_accuracy"]), axis=1)
     g = int(np.argmax(best_dev))
     model = kda.grid_member(grid, g).model

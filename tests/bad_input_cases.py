@@ -265,9 +265,10 @@ CASES: list[tuple[str, str]] = [
     ("jkern.load(file_with(npy_bytes()))", "ModelFileError"),
     ("jkern.load(file_with(b'PK\\x03\\x04' + bytes(40)))", "ModelFileError"),
     # PA-I
-    ("pa_fit(jkern.SparseRows.from_rows([{0: 0.5}, {1: 1.0}]), [1, -1], mode='splitting')",
+    ("pa_fit(jkern.SparseRows.from_rows([{0: 0.5}, {1: 1.0}]), [1, -1], mode='splitting', "
+     "key=None)", "InputError"),
+    ("pa_fit(jkern.SparseRows.from_rows([{0: 1.0}, {1: 1.0}]), [1, 2], key=None)",
      "InputError"),
-    ("pa_fit(jkern.SparseRows.from_rows([{0: 1.0}, {1: 1.0}]), [1, 2])", "InputError"),
     # issue 32: text readers
     ("jkern.trees.read_trees(file_with(b'(NN caf\\xc3\\xa9)\\n(NN caf\\xe9)\\n', '.txt'))",
      "TreeParseError"),
@@ -296,12 +297,12 @@ CASES: list[tuple[str, str]] = [
     ("jkern.pa.parse_sparse_lines(['+1 2.5:1'])", "TreeParseError"),
     ("jkern.SparseRows.from_rows([{2**64: 1.0}])", "InputError"),
     ("jkern.SparseRows.from_coo([0], [1.5], [1.0], (1, 3))", "InputError"),
-    ("pa_fit(jkern.SparseRows.from_rows([{1: 1e200}, {2: 1.0}]), [1, -1], mode='kernel')",
-     "InputError"),
-    ("pa_fit(jkern.SparseRows.from_rows([{1: 1e200}, {2: 1.0}]), [1, -1], mode='block')",
-     "InputError"),
-    ("pa_fit(jkern.SparseRows.from_rows([{1: 1e100}, {2: 1.0}]), [1, -1], degree=3)",
-     "InputError"),
+    ("pa_fit(jkern.SparseRows.from_rows([{1: 1e200}, {2: 1.0}]), [1, -1], mode='kernel', "
+     "key=None)", "InputError"),
+    ("pa_fit(jkern.SparseRows.from_rows([{1: 1e200}, {2: 1.0}]), [1, -1], mode='block', "
+     "key=None)", "InputError"),
+    ("pa_fit(jkern.SparseRows.from_rows([{1: 1e100}, {2: 1.0}]), [1, -1], degree=3, "
+     "key=None)", "InputError"),
     ("svm.dcd(poisoned(1e200), LABELS, key=key)", "InputError"),
     ("jkern.Polynomial(2).gram(poisoned(1e200))", "InputError"),
     # issue 32: sizes

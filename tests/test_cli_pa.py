@@ -72,7 +72,7 @@ def test_round_trip_equals_the_library(files, capsys, mode, degree):
 
     train, test = read_sparse(files / "train.svm"), read_sparse(files / "test.svm")
     sol = jkern.pa.fit(train.features, train.labels, degree=degree, C=0.5, epochs=3,
-                       mode=mode, throw=True)
+                       mode=mode, throw=True, key=None)
     want = np.asarray(sol.model.decision_function(test.features), np.float64)
     np.testing.assert_array_equal(got, want)
     accuracy = np.mean(np.where(want >= 0, 1, -1) == test.labels)
@@ -129,7 +129,7 @@ def test_textbook_and_real_values(tmp_path, capsys):
         assert main(["pa", "predict", str(model), str(data), "--out", str(pred)]) == 0
         d = read_sparse(data)
         sol = jkern.pa.fit(d.features, d.labels, mode="kernel", epochs=2,
-                           textbook=bool(extra), throw=True)
+                           textbook=bool(extra), throw=True, key=None)
         np.testing.assert_array_equal(
             _values(pred), np.asarray(sol.model.decision_function(d.features), np.float64))
     capsys.readouterr()

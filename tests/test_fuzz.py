@@ -138,7 +138,7 @@ def test_pa_on_random_sparse_vectors(profile):
         degree = 2
         X = SparseRows.from_rows(rows, n_features=8)
         y = [1] * len(rows) if one_class else [1 if i % 2 else -1 for i in range(len(rows))]
-        sol = _jkern_error_or(lambda: fit(X, y, mode=mode, degree=degree, C=C, epochs=2))
+        sol = _jkern_error_or(lambda: fit(X, y, mode=mode, degree=degree, C=C, epochs=2, key=None))
         if sol is None:
             return
         assert np.isfinite(C) and C > 0
@@ -167,12 +167,12 @@ def test_pa_binary_modes_on_random_sets(profile):
         X = SparseRows.from_rows(rows, n_features=10)
         y = [1 if i % 3 else -1 for i in range(len(rows))]
         sol = _jkern_error_or(lambda: fit(X, y, mode=mode, degree=2, C=C, epochs=2,
-                                          n_common=n_common))
+                                          n_common=n_common, key=None))
         if sol is None:
             assert real or not (np.isfinite(C) and C > 0)
             return
         assert not real and np.isfinite(C) and C > 0
-        pure = fit(X, y, mode="kernel", degree=2, C=C, epochs=2)
+        pure = fit(X, y, mode="kernel", degree=2, C=C, epochs=2, key=None)
         np.testing.assert_array_equal(np.asarray(sol.stats["updated"]),
                                       np.asarray(pure.stats["updated"]))
         np.testing.assert_allclose(np.asarray(sol.model.decision_function(X)),

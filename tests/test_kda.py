@@ -141,10 +141,10 @@ def test_vmapped_grid_equals_loop():
     dropouts = jnp.array([0.0, 0.2, 0.5, 0.2])
     l2 = jnp.array([0.0, 1e-3, 1e-4, 1e-2])
     keys = jax.random.split(jax.random.PRNGKey(7), 4)
-    models = kda.init_grid(jax.random.PRNGKey(0), jnp.eye(8), (0, 1, 2), dropout=dropouts,
+    models = kda.init_grid(jnp.eye(8), (0, 1, 2), key=jax.random.PRNGKey(0), dropout=dropouts,
                            hidden=(16, 16))
-    grid = kda.fit_grid(models, x[:100], y[:100], x[100:], y[100:], keys=keys, l2=l2,
-                        epochs=40, batch_size=32, patience=8)
+    grid = kda.fit_grid(x[:100], y[:100], models=models, c_dev=x[100:], y_dev=y[100:],
+                        keys=keys, l2=l2, epochs=40, batch_size=32, patience=8)
     for g in range(4):
         single = kda.KDA.init(jnp.eye(8), (0, 1, 2),
                               key=jax.random.split(jax.random.PRNGKey(0), 4)[g],
@@ -159,9 +159,9 @@ def test_vmapped_grid_equals_loop():
 
 
 def test_grid_checks_sizes():
-    models = kda.init_grid(jax.random.PRNGKey(0), jnp.eye(3), (0, 1), dropout=[0.1, 0.2])
+    models = kda.init_grid(jnp.eye(3), (0, 1), key=jax.random.PRNGKey(0), dropout=[0.1, 0.2])
     with pytest.raises(ValueError, match="leading grid axis"):
-        kda.fit_grid(models, jnp.ones((4, 3)), [0, 1, 0, 1], keys=jax.random.split(
+        kda.fit_grid(jnp.ones((4, 3)), [0, 1, 0, 1], models=models, keys=jax.random.split(
             jax.random.PRNGKey(0), 3), l2=[0.0, 0.1], epochs=1)
 
 
@@ -198,9 +198,9 @@ def test_grid_with_shared_batch_order_equals_fits_and_a_hand_written_loop():
     dropouts, l2 = jnp.array([0.1, 0.4]), jnp.array([1e-3, 0.0])
     keys = jax.random.split(jax.random.PRNGKey(3), 2)
     data_key = jax.random.PRNGKey(11)
-    models = kda.init_grid(jax.random.PRNGKey(0), jnp.eye(5), (0, 1, 2), dropout=dropouts,
+    models = kda.init_grid(jnp.eye(5), (0, 1, 2), key=jax.random.PRNGKey(0), dropout=dropouts,
                            hidden=(8,))
-    grid = kda.fit_grid(models, x, y, keys=keys, l2=l2, data_key=data_key, epochs=3,
+    grid = kda.fit_grid(x, y, models=models, keys=keys, l2=l2, data_key=data_key, epochs=3,
                         batch_size=16)
     for g in range(2):
         single = kda.grid_member(models, g)

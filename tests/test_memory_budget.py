@@ -140,8 +140,8 @@ def test_a_pa_block_size_past_the_data_costs_nothing():
     x = jkern.SparseRows.from_rows([{0: 1.0}, {1: 1.0}, {0: 1.0, 2: 1.0}, {1: 1.0, 3: 1.0}])
     y = [1, -1, 1, -1]
     for mode in ("block", "splitting"):  # 10**9 once allocated 16 GB / 7.5 GiB
-        huge = fit(x, y, mode=mode, block_size=10**9, epochs=2)
-        whole = fit(x, y, mode=mode, block_size=8, epochs=2)
+        huge = fit(x, y, mode=mode, block_size=10**9, epochs=2, key=None)
+        whole = fit(x, y, mode=mode, block_size=8, epochs=2, key=None)
         np.testing.assert_array_equal(np.asarray(huge.model.predict(x)),
                                       np.asarray(whole.model.predict(x)))
         np.testing.assert_array_equal(huge.stats["updates"], whole.stats["updates"])

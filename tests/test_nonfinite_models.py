@@ -56,12 +56,12 @@ def models():
                                     lambda m: m.projector.projection, TREES),
         "KDA": (jkern.train_kda(proj, TREES, [0, 1, 0, 1], key=key, dev_fraction=0.5,
                                 epochs=2).model, lambda m: m.head.output.weight, TREES),
-        "PA kernel": (pa(ROWS, Y, mode="kernel").model, lambda m: m.alpha, ROWS),
-        "PA explicit": (pa(ROWS, Y, mode="explicit").model, lambda m: m.weights, ROWS),
-        "PA linear": (pa(ROWS, Y, mode="linear").model, lambda m: m.weights, ROWS),
-        "PA expanded": (pa(ROWS, Y, mode="kernel").model.expanded(), lambda m: m.weights,
+        "PA kernel": (pa(ROWS, Y, mode="kernel", key=None).model, lambda m: m.alpha, ROWS),
+        "PA explicit": (pa(ROWS, Y, mode="explicit", key=None).model, lambda m: m.weights, ROWS),
+        "PA linear": (pa(ROWS, Y, mode="linear", key=None).model, lambda m: m.weights, ROWS),
+        "PA expanded": (pa(ROWS, Y, mode="kernel", key=None).model.expanded(), lambda m: m.weights,
                         ROWS),
-        "PA vmapped grid": (jax.vmap(lambda C: pa(ROWS, Y, mode="kernel", C=C).model)(
+        "PA vmapped grid": (jax.vmap(lambda C: pa(ROWS, Y, mode="kernel", C=C, key=None).model)(
             jnp.array([0.5, 1.0])), lambda m: m.alpha, ROWS),
         "DS relation model": (extractor.model, lambda m: m.weights,
                               extractor.features(tokens, [0] * 4, [2] * 4)),

@@ -75,21 +75,22 @@ def test_modes_match_reference(degree):
     ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
     assert 0 < sum(ref.updated) < len(ref.updated)
     for mode in ("kernel", "block", "explicit"):
-        sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True, block_size=8)
+        sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True, block_size=8,
+                  key=None)
         assert int(sol.result) == RESULTS.successful
         _check_same(sol, ref, alpha=mode != "explicit", atol=0)  # bit for bit
     if degree == 2:
         lin = pa_reference(_rows(X), y.tolist(), epochs=EPOCHS, mode="linear", exact=True)
-        sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True)
+        sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True, key=None)
         _check_same(sol, lin, alpha=False, support=False, atol=0)
         # float arithmetic: the same updates on a short run, margins to 1e-9
         ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=EPOCHS)
         for mode in ("kernel", "block", "explicit"):
             sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, record=True, block_size=8,
-                      exact=False)
+                      exact=False, key=None)
             _check_same(sol, ref, alpha=mode != "explicit")
     # the support vectors are the reference's, in order of first update
-    sol = fit(X, y, degree=degree, epochs=EPOCHS, mode="block", block_size=16)
+    sol = fit(X, y, degree=degree, epochs=EPOCHS, mode="block", block_size=16, key=None)
     got = [tuple((int(i), float(v)) for i, v in zip(r, vv) if v != 0)
            for r, vv in zip(np.asarray(sol.model.indices), np.asarray(sol.model.values))]
     assert got == [tuple(sorted(s)) for s in ref.support]
@@ -129,7 +130,7 @@ def test_shuffled_and_averaged_match_reference(mode):
     plain = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, shuffle=True, key=key)
     assert np.array_equal(np.asarray(plain.stats["updated"]), np.asarray(sol.stats["updated"]))
     with pytest.raises(InputError, match="key"):
-        fit(X, y, mode=mode, shuffle=True)
+        fit(X, y, mode=mode, shuffle=True, key=None)
 
 
 def test_real_values_and_textbook_step():
@@ -139,18 +140,18 @@ def test_real_values_and_textbook_step():
         ref = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS, step=step)
         for mode in ("kernel", "block"):
             sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, record=True, block_size=5,
-                      textbook=step == "textbook")
+                      textbook=step == "textbook", key=None)
             _check_same(sol, ref)
     with pytest.raises(InputError, match="binary"):
-        fit(X, y, mode="explicit")
+        fit(X, y, mode="explicit", key=None)
     with pytest.raises(InputError, match="exact=True"):
-        fit(X, y, exact=True)
+        fit(X, y, exact=True, key=None)
 
 
 def test_linear_mode_matches_reference():
     X, y = _random_binary(6, real=True)
     ref = pa_reference(_rows(X), y.tolist(), epochs=EPOCHS, mode="linear")
-    sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True)
+    sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True, key=None)
     _check_same(sol, ref, alpha=False, support=False)
     w = np.zeros(X.n_features)
     for f, v in ref.w.items():
@@ -166,13 +167,13 @@ def test_tie_at_margin_one_updates_with_a_zero_step():
     assert ref.updated == [True, True, True] and ref.alpha[1] == 0.0
     assert ref.margins[1] == 1.0
     for mode in ("kernel", "block", "explicit"):
-        sol = fit(X, y, degree=2, epochs=1, mode=mode, record=True)
+        sol = fit(X, y, degree=2, epochs=1, mode=mode, record=True, key=None)
         _check_same(sol, ref, alpha=mode != "explicit", atol=0)
 
 
 def test_decision_function_is_the_kernel_expansion():
     X, y = _random_binary(8)
-    sol = fit(X, y, degree=3, epochs=EPOCHS, mode="block")
+    sol = fit(X, y, degree=3, epochs=EPOCHS, mode="block", key=None)
     D = np.asarray(X.todense())
     S = np.zeros((len(sol.model.alpha), X.n_features))
     rows = np.arange(S.shape[0])[:, None]
@@ -180,7 +181,7 @@ def test_decision_function_is_the_kernel_expansion():
     want = ((1 + D @ S.T) ** 3) @ np.asarray(sol.model.alpha)
     np.testing.assert_allclose(np.asarray(sol.model.decision_function(X, block=7)), want,
                                rtol=1e-12)
-    explicit = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit").model
+    explicit = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit", key=None).model
     np.testing.assert_allclose(np.asarray(explicit.decision_function(X)), want, rtol=1e-10)
     assert np.array_equal(np.asarray(explicit.predict(X)), np.where(want >= 0, 1, -1))
 
@@ -201,7 +202,7 @@ def test_update_in_scan_and_jit_without_recompiling():
         return jax.lax.scan(body, state, jnp.tile(jnp.arange(len(y)), 2))[0]
 
     state = run(state0, data, jnp.asarray(y, jnp.float64))
-    sol = fit(X, y, degree=2, epochs=2, mode="kernel")
+    sol = fit(X, y, degree=2, epochs=2, mode="kernel", key=None)
     k = int(state.n_sv)
     np.testing.assert_allclose(np.asarray(state.alpha[:k]), np.asarray(sol.model.alpha),
                                atol=1e-12)
@@ -218,10 +219,10 @@ def test_vmap_over_C_equals_a_loop():
     Cs = jnp.asarray([0.05, 0.3, 1.0])
     for mode in ("block", "explicit"):
         grid = jax.vmap(lambda c, mode=mode: fit(X, y, C=c, degree=2, epochs=2, mode=mode,
-                                                 record=True))(Cs)
+                                                 record=True, key=None))(Cs)
         assert grid.result.shape == (3,)
         for i, c in enumerate(Cs.tolist()):
-            one = fit(X, y, C=c, degree=2, epochs=2, mode=mode, record=True)
+            one = fit(X, y, C=c, degree=2, epochs=2, mode=mode, record=True, key=None)
             assert np.array_equal(np.asarray(grid.stats["updated"][i]),
                                   np.asarray(one.stats["updated"]))
             np.testing.assert_allclose(np.asarray(grid.stats["margins"][i]),
@@ -235,9 +236,9 @@ def test_vmap_over_C_equals_a_loop():
                                        np.asarray(one.model.decision_function(X)), atol=1e-9)
     # averaged PA-I under vmap, too
     grid = jax.vmap(lambda c: fit(X, y, C=c, degree=2, epochs=2, mode="block",
-                                  average=True))(Cs)
+                                  average=True, key=None))(Cs)
     for i, c in enumerate(Cs.tolist()):
-        one = fit(X, y, C=c, degree=2, epochs=2, mode="block", average=True)
+        one = fit(X, y, C=c, degree=2, epochs=2, mode="block", average=True, key=None)
         np.testing.assert_allclose(np.asarray(grid.model.decision_function(X))[:, i],
                                    np.asarray(one.model.decision_function(X)), atol=1e-9)
 
@@ -245,15 +246,16 @@ def test_vmap_over_C_equals_a_loop():
 def test_capacity_overflow_is_an_error_never_a_truncation():
     X, y = _random_binary(11, n=30)
     with pytest.raises(InputError, match="capacity=3"):
-        fit(X, y, capacity=3, mode="kernel")
-    grid = jax.vmap(lambda c: fit(X, y, C=c, capacity=3, mode="block"))(jnp.asarray([1.0]))
+        fit(X, y, capacity=3, mode="kernel", key=None)
+    grid = jax.vmap(lambda c: fit(X, y, C=c, capacity=3, mode="block", key=None))(
+        jnp.asarray([1.0]))
     assert grid.result.tolist() == [RESULTS.capacity_exceeded]
 
 
 @pytest.mark.parametrize("degree", [1, 2, 3])
 def test_expanded_model_is_the_kernel_expansion(degree, tmp_path):
     X, y = _random_binary(9, n=60)
-    model = fit(X, y, degree=degree, epochs=EPOCHS, mode="block").model
+    model = fit(X, y, degree=degree, epochs=EPOCHS, mode="block", key=None).model
     fast = model.expanded()
     # test rows: narrower than the model's widest (the enumeration pads them), one empty,
     # one with features no support vector holds and ids the model never saw
@@ -278,7 +280,7 @@ def test_expanded_model_is_the_kernel_expansion(degree, tmp_path):
 def test_save_load_round_trip(tmp_path):
     X, y = _random_binary(12, n=30)
     for mode in ("block", "explicit", "linear"):
-        model = fit(X, y, degree=2, epochs=2, mode=mode).model
+        model = fit(X, y, degree=2, epochs=2, mode=mode, key=None).model
         jkern.save(tmp_path / f"{mode}.jkm", model)
         back = jkern.load(tmp_path / f"{mode}.jkm")
         assert type(back) is type(model)
@@ -370,7 +372,7 @@ def test_synthetic_concepts():
                                                       != 0] == 1)
     acc = {}
     for mode, d in (("linear", 1), ("block", 2)):
-        model = fit(a_train.features, a_train.labels, degree=d, epochs=5, mode=mode).model
+        model = fit(a_train.features, a_train.labels, degree=d, epochs=5, mode=mode, key=None).model
         acc[mode] = np.mean(np.asarray(model.predict(a_test.features)) == a_test.labels)
     assert acc["block"] > acc["linear"]
     with pytest.raises(InputError):
@@ -389,7 +391,7 @@ def test_boundary_vectors_match_reference():
         for mode in ("kernel", "block", "explicit"):
             if mode == "explicit" and degree == 3:
                 continue  # d = 3 explicit, in chunks of visits: tests/test_pa_split.py
-            sol = fit(X, data.labels, degree=degree, epochs=2, mode=mode, record=True)
+            sol = fit(X, data.labels, degree=degree, epochs=2, mode=mode, record=True, key=None)
             _check_same(sol, ref, alpha=mode != "explicit", atol=0)
 
 

@@ -165,7 +165,8 @@ def test_pa_classifier_is_jkern_pa_fit():
     y = np.where(np.asarray(train.labels) > 0, "yes", "no")
     est = PAClassifier(degree=2, C=1.0, epochs=3).fit(train.features, y)
     assert est.classes_.tolist() == ["no", "yes"] and est.n_features_in_ == 300
-    ref = fit(train.features, np.asarray(train.labels), degree=2, C=1.0, epochs=3, mode="block")
+    ref = fit(train.features, np.asarray(train.labels), degree=2, C=1.0, epochs=3, mode="block",
+              key=None)
     np.testing.assert_array_equal(est.decision_function(test.features),
                                   np.asarray(ref.model.decision_function(test.features)))
     # a SciPy sparse matrix and a list of dicts are the same input

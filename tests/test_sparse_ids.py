@@ -42,11 +42,11 @@ def test_id_past_int32_is_its_own_feature_not_a_wrapped_one():
     two = parse_sparse_lines(["+1 2:1"]).features
     assert big.ids is not None and big.ids.array.tolist() == [2, 4294967297]
     for mode in (*KERNEL_MODES, "linear"):
-        model = fit(train.features, train.labels, mode=mode, epochs=3, throw=True).model
+        model = fit(train.features, train.labels, mode=mode, epochs=3, throw=True, key=None).model
         m_big, m_one, m_two = (float(model.decision_function(x)[0]) for x in (big, one, two))
         assert m_big == m_two and m_big != m_one, mode
     # the same through from_rows
-    model = fit(SparseRows.from_rows([{1: 1.0, 2: 1.0}, {2: 1.0, 3: 1.0}]), [1, -1]).model
+    model = fit(SparseRows.from_rows([{1: 1.0, 2: 1.0}, {2: 1.0, 3: 1.0}]), [1, -1], key=None).model
     assert float(model.decision_function(SparseRows.from_rows([{2**32 + 1: 1.0}]))[0]) == \
         float(model.decision_function(SparseRows.from_rows([{}], n_features=1))[0])
 
@@ -58,8 +58,8 @@ def test_model_is_the_model_of_densely_renumbered_ids(mode, tmp_path):
     a = parse_sparse_lines(_relabel(LINES, sparse_ids))
     b = parse_sparse_lines(_relabel(LINES, dense_ids))
     assert a.features.n_features == 4  # by the distinct features, not the largest id
-    ma = fit(a.features, a.labels, mode=mode, epochs=4, throw=True).model
-    mb = fit(b.features, b.labels, mode=mode, epochs=4, throw=True).model
+    ma = fit(a.features, a.labels, mode=mode, epochs=4, throw=True, key=None).model
+    mb = fit(b.features, b.labels, mode=mode, epochs=4, throw=True, key=None).model
     test = ["+1 1:1 4:1 5:1", "-1 3:1", "+1 2:1 1:1 3:1", "-1 6:1"]
     ta = parse_sparse_lines(_relabel(test, {**sparse_ids, 5: 5, 6: 2**40})).features
     tb = parse_sparse_lines(_relabel(test, {**dense_ids, 5: 5, 6: 6})).features
@@ -89,7 +89,8 @@ def train(big):
     lines = [f"+1 1:1 {big}:1", f"-1 2:1 {big}:1", "+1 1:1 3:1", "-1 2:1"]
     data = parse_sparse_lines(lines)
     for mode in ("kernel", "block", "splitting", "slicing", "explicit", "linear"):
-        model = fit(data.features, data.labels, mode=mode, epochs=2, throw=True).model
+        model = fit(data.features, data.labels, mode=mode, epochs=2, throw=True,
+                    key=None).model
         model.decision_function(data.features).block_until_ready()
 
 train(4)  # compiled programs and the runtime: the baseline
@@ -140,7 +141,7 @@ def test_from_coo_refuses_ids_that_are_not_int64():
 
 def test_old_model_files_without_ids_still_load(tmp_path):
     data = parse_sparse_lines(LINES)
-    model = fit(data.features, data.labels, epochs=2).model
+    model = fit(data.features, data.labels, epochs=2, key=None).model
     assert model.ids is None
     path = tmp_path / "m.npz"
     jkern.save(path, model)
@@ -160,7 +161,7 @@ def test_old_model_files_without_ids_still_load(tmp_path):
                                   np.asarray(model.decision_function(data.features)))
     # feature ids altered in the file (not increasing): a ModelFileError
     sparse = parse_sparse_lines(_relabel(LINES, {1: 5, 2: 2**40, 3: 9, 4: 2**50}))
-    jkern.save(path, fit(sparse.features, sparse.labels, epochs=2).model)
+    jkern.save(path, fit(sparse.features, sparse.labels, epochs=2, key=None).model)
     bad = tmp_path / "bad.npz"
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(bad, "w") as dst:
         for item in src.infolist():
@@ -204,15 +205,15 @@ def test_dcd_on_sparse_ids_maps_new_rows_by_id(tmp_path):
 def test_pa_refuses_values_whose_kernel_overflows(mode):
     X = SparseRows.from_rows([{1: 1.0, 2: 1.0}, {2: 1.0, 3: 1e200}, {1: 1.0}])
     with pytest.raises(InputError, match=r"row 1 .* feature 3 = 1e\+200.*overflows float64"):
-        fit(X, [1, -1, 1], mode=mode)
+        fit(X, [1, -1, 1], mode=mode, key=None)
     # 1e100: |x|^2 = 1e200 is fine for the linear kernel, (1 + 1e200)^2 is not
     X = SparseRows.from_rows([{1: 1.0}, {2: 1e100}])
     if mode == "linear":
-        assert int(fit(X, [1, -1], mode=mode).result) == 0
+        assert int(fit(X, [1, -1], mode=mode, key=None).result) == 0
     else:
         with pytest.raises(InputError, match=r"\(x·y \+ 1\)\^2"):
-            fit(X, [1, -1], mode=mode)
-        assert int(fit(X, [1, -1], mode=mode, degree=1).result) == 0
+            fit(X, [1, -1], mode=mode, key=None)
+        assert int(fit(X, [1, -1], mode=mode, degree=1, key=None).result) == 0
 
 
 def test_other_learners_refuse_values_whose_squares_overflow():

@@ -32,8 +32,30 @@ class CLIError(Exception):
         self.code = code
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout, except that the line breaks a help text writes itself are
+    kept: each of its lines is wrapped on its own, continuation lines indented (a list, one
+    entry a line, as `--kernel`'s). Texts without a line break wrap as argparse wraps them."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        if "\n" not in text:
+            return super()._split_lines(text, width)
+        import textwrap
+
+        lines: list[str] = []
+        for line in text.splitlines():
+            line = " ".join(line.split())
+            lines.extend(textwrap.wrap(line, width, subsequent_indent="    ") or [""])
+        return lines
+
+
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser that raises `CLIError` instead of printing usage and exiting."""
+    """An ArgumentParser that raises `CLIError` instead of printing usage and exiting, and
+    keeps the line breaks of help texts that write them (`HelpFormatter`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise CLIError(f"{message} (see '{self.prog} --help')", EXIT_USAGE)
@@ -240,13 +262,12 @@ def setup_jax(dtype: str) -> None:
 
 def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> None:
     """The tree-kernel flags shared by the commands that build a kernel."""
-    p.add_argument("--kernel", "-k", required=required, choices=KERNEL_NAMES,
-                   help="tree kernel: st (subtree), sst (subset tree), sst-bow (SST plus "
-                        "equal leaves), ptk (partial tree), sptk (smoothed partial tree), "
-                        "csptk (compositionally smoothed partial tree, on compositional "
-                        "trees: jkern parse --shape cgrct) "
+    # one line per kernel of the registry (`jkern.KERNEL_NAMES`), each saying what it is
+    p.add_argument("--kernel", "-k", required=required, choices=KERNEL_NAMES, metavar="NAME",
+                   help="the tree kernel "
                         + ("(required; no default)" if required else
-                           "(no default; required unless --projector gives one)"))
+                           "(no default; required unless --projector gives one)") + ":\n"
+                        + "\n".join(f"{name}: {name.meaning}" for name in KERNEL_NAMES))
     p.add_argument("--lam", type=positive_float, default=0.4, metavar="L",
                    help="lambda decay (default 0.4)")
     p.add_argument("--mu", type=positive_float, default=0.4, metavar="M",

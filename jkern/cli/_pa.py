@@ -146,7 +146,7 @@ def run_train(args: argparse.Namespace) -> int:
                            n_common=args.n_common, exact=args.exact, dtype=args.dtype,
                            memory_budget=max(1, int(args.memory_budget * 2**20)),
                            average=args.average, shuffle=args.shuffle,
-                           key=jax.random.key(args.seed) if args.shuffle else None)
+                           key=jax.random.key(args.seed))  # it draws with --shuffle only
     result = int(sol.result)
     if result != RESULTS.successful:
         raise CLIError(f"training failed: {RESULTS.message(result)}; no model written",

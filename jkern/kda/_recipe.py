@@ -152,9 +152,9 @@ def train(c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
                      key=k_fit, l2=l2s[0], progress=progress, **options)
     else:  # the grid: one vmapped program, every member on the same batches
         rates = jnp.asarray([d for d, _ in configs], nystrom.dtype)
-        models = init_grid(k_init, nystrom, classes, dropout=rates, hidden=hidden,
+        models = init_grid(nystrom, classes, key=k_init, dropout=rates, hidden=hidden,
                            train_nystrom=train_nystrom)
-        grid = fit_grid(models, c[fit_idx], lab[fit_idx], *dev,
+        grid = fit_grid(c[fit_idx], lab[fit_idx], models=models, c_dev=dev[0], y_dev=dev[1],
                         keys=jax.random.split(k_fit, len(configs)),
                         l2=jnp.asarray([v for _, v in configs], nystrom.dtype),
                         data_key=jax.random.fold_in(k_fit, 0x5EED), **options)

@@ -309,20 +309,29 @@ def _as_dtype(model: KDA, dtype: Any) -> KDA:
         lambda a: a.astype(dt) if eqx.is_inexact_array(a) else a, model)
 
 
-def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray,
-             c_dev: Float[Array, "n_dev landmarks"] | None = None,
-             y_dev: Sequence[Any] | np.ndarray | None = None, *, keys: PRNGKeyArray, l2: Any,
-             epochs: int = 500, batch_size: int = 256, patience: int | None = None,
-             min_epochs: int = 0, optimizer: optax.GradientTransformation | None = None,
-             data_key: PRNGKeyArray | None = None, throw: bool = False) -> Solution[KDA]:
+def fit_grid(c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray, *, models: KDA,
+             keys: PRNGKeyArray, l2: Any, c_dev: Float[Array, "n_dev landmarks"] | None = None,
+             y_dev: Sequence[Any] | np.ndarray | None = None, epochs: int = 500,
+             batch_size: int = 256, patience: int | None = None, min_epochs: int = 0,
+             optimizer: optax.GradientTransformation | None = None,
+             data_key: PRNGKeyArray | None = None, dtype: Any = None,
+             throw: bool = False) -> Solution[KDA]:
     """`fit` for G configurations at once, as one vmapped program.
 
-    `models` is a stacked KDA (leading axis G on every array leaf, from `init_grid`), `keys`
-    `[G]` keys and `l2` `[G]` penalties. Member g equals `fit(..., model=model_g, key=keys[g],
-    l2=l2[g], data_key=data_key)`. With one `data_key` every member sees the same batches
-    (one gather per step for the whole grid, and configurations compared on equal terms);
-    without it each member shuffles from its own key. With `patience` the program runs until
-    the last member stops; members that stopped keep their state."""
+    Data first, as `fit` and every learner of docs/learners.md: `c`, `y` (and `c_dev`,
+    `y_dev`) are shared by the grid; everything else is keyword-only. `models` is a stacked
+    KDA (leading axis G on every array leaf, from `init_grid`), `keys` `[G]` keys (no
+    default: each member's dropout, and without `data_key` its batch order, are drawn from
+    its key) and `l2` `[G]` penalties. Member g equals
+    `fit(c, y, model=model_g, key=keys[g], l2=l2[g], data_key=data_key, ...)`. With one
+    `data_key` every member sees the same batches (one gather per step for the whole grid,
+    and configurations compared on equal terms); without it each member shuffles from its
+    own key. With `patience` the program runs until the last member stops; members that
+    stopped keep their state. `dtype`: as `fit`'s (default: the models' own)."""
+    if not isinstance(models, KDA):
+        raise InputError(f"models must be a stacked KDA (from init_grid), got "
+                         f"{type(models).__name__}")
+    models = _as_dtype(models, dtype)
     _check_options(epochs, batch_size, patience, min_epochs)
     optimizer = adam() if optimizer is None else optimizer
     dtype = models.nystrom.dtype
@@ -340,17 +349,18 @@ def fit_grid(models: KDA, c: Float[Array, "n landmarks"], y: Sequence[Any] | np.
     return fitter(models, *data, keys, l2, data_keys).check(throw)
 
 
-def init_grid(key: PRNGKeyArray, nystrom: Float[Array, "landmarks rank"], classes: Sequence[Any],
-              *, dropout: Any, hidden: Sequence[int] | None = None,
-              train_nystrom: bool = False) -> KDA:
+def init_grid(nystrom: Float[Array, "landmarks rank"], classes: Sequence[Any], *,
+              key: PRNGKeyArray, dropout: Any, hidden: Sequence[int] | None = None,
+              train_nystrom: bool = False, dtype: Any = None) -> KDA:
     """G stacked models, one per entry of `dropout` (`[G]`), initialised from
-    `split(key, G)` (so member g equals `KDA.init(..., key=split(key, G)[g],
-    dropout=dropout[g])`)."""
+    `split(key, G)` (so member g equals `KDA.init(nystrom, classes, key=split(key, G)[g],
+    dropout=dropout[g], ...)`). As `KDA.init`: the Nyström layer and classes first, `key`
+    keyword-only and required; `hidden`, `train_nystrom` and `dtype` are its own."""
     dropout = jnp.atleast_1d(jnp.asarray(dropout))
     keys = jax.random.split(key, dropout.shape[0])
     return eqx.filter_vmap(
         lambda k, p: KDA.init(nystrom, classes, key=k, hidden=hidden, dropout=p,
-                              train_nystrom=train_nystrom)
+                              train_nystrom=train_nystrom, dtype=dtype)
     )(keys, dropout)
 
 

@@ -62,9 +62,10 @@ l2s = [float(v) for v in os.environ.get("L2S", "0,1e-4,1e-3").split(",")]
 dr = jnp.asarray([a for a in dropouts for _ in l2s], jnp.float32)
 l2 = jnp.asarray([b for _ in dropouts for b in l2s], jnp.float32)
 t0 = time.time()
-models = kda.init_grid(jax.random.PRNGKey(1), hs, classes, dropout=dr)
+models = kda.init_grid(hs, classes, key=jax.random.PRNGKey(1), dropout=dr)
 opt = kda.adam(lr)
-grid = kda.fit_grid(models, c, y, ct, yt, keys=jax.random.split(jax.random.PRNGKey(2), len(dr)),
+grid = kda.fit_grid(c, y, models=models, c_dev=ct, y_dev=yt,
+                    keys=jax.random.split(jax.random.PRNGKey(2), len(dr)),
                     l2=l2, epochs=epochs, optimizer=opt, data_key=jax.random.PRNGKey(3))
 acc = np.asarray(grid.stats["dev_accuracy"])
 print(f"grid {len(dr)} x {epochs} epochs ({bpe} steps/epoch): {time.time()-t0:.1f}s")

@@ -34,8 +34,8 @@ def run(tag, frac, dropouts, l2, patience_steps, max_steps, epochs=None, patienc
     patience = patience or -(-patience_steps // bpe)
     dr = jnp.asarray(dropouts, jnp.float32)
     t0 = time.time()
-    models = kda.init_grid(jax.random.PRNGKey(1), h, classes, dropout=dr)
-    g = kda.fit_grid(models, c[fit_i], y[fit_i], c[dev_i], y[dev_i],
+    models = kda.init_grid(h, classes, key=jax.random.PRNGKey(1), dropout=dr)
+    g = kda.fit_grid(c[fit_i], y[fit_i], models=models, c_dev=c[dev_i], y_dev=y[dev_i],
                      keys=jax.random.split(jax.random.PRNGKey(2), len(dropouts)),
                      l2=jnp.full(len(dropouts), l2, jnp.float32), epochs=epochs,
                      patience=patience, data_key=jax.random.PRNGKey(3))
