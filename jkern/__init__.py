@@ -3,12 +3,14 @@
 `import jkern` is light: the public names (one list, `jkern/_api.py`) load on first use
 (PEP 562), so the `jkern` command's `--help` and `--version` never import JAX. The first
 `jkern.<name>` imports the library whole, as `import jkern` used to; the kernel names
-(`KERNEL_NAMES`, `PARTIAL_TREE_KERNELS`, `WORD_VECTOR_KERNELS`) are plain tuples, here at once.
+(`KERNEL_NAMES`, `PARTIAL_TREE_KERNELS`, `WORD_VECTOR_KERNELS`) are plain tuples, here at once,
+and `KERNEL_MEANINGS` a line on each.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._kernel_names import KERNEL_MEANINGS as KERNEL_MEANINGS
 from ._kernel_names import KERNEL_NAMES as KERNEL_NAMES
 from ._kernel_names import PARTIAL_TREE_KERNELS as PARTIAL_TREE_KERNELS
 from ._kernel_names import WORD_VECTOR_KERNELS as WORD_VECTOR_KERNELS

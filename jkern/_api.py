@@ -18,6 +18,7 @@ from ._cache import disable_compilation_cache as disable_compilation_cache
 from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._io import load as load
 from ._io import save as save
+from ._kernel_names import KERNEL_MEANINGS as KERNEL_MEANINGS
 from ._kernel_names import KERNEL_NAMES as KERNEL_NAMES
 from ._kernel_names import PARTIAL_TREE_KERNELS as PARTIAL_TREE_KERNELS
 from ._kernel_names import WORD_VECTOR_KERNELS as WORD_VECTOR_KERNELS

@@ -158,14 +158,14 @@ def test_version_answers_in_under_0_3_s():
 def test_kernel_help_lists_the_registry_a_kernel_a_line(capsys):
     """`--kernel`'s help names every kernel of `jkern.KERNEL_NAMES` with its one-line meaning,
     each on a line of its own (the registry is the one list: a new kernel shows up here)."""
-    from jkern import KERNEL_NAMES
+    from jkern import KERNEL_MEANINGS, KERNEL_NAMES
 
     for argv in (["gram", "--help"], ["train", "--help"]):
         assert main(argv) == 0
         lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
         for name in KERNEL_NAMES:
-            assert name.meaning and "\n" not in name.meaning, name
+            assert KERNEL_MEANINGS[name] and "\n" not in KERNEL_MEANINGS[name], name
             first = next((i for i, line in enumerate(lines) if line.startswith(f"{name}: ")),
                          None)
             assert first is not None, (argv, name)
-            assert lines[first].split()[1] == name.meaning.split()[0], lines[first]
+            assert lines[first].split()[1] == KERNEL_MEANINGS[name].split()[0], lines[first]

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from jkern import KERNEL_NAMES, PARTIAL_TREE_KERNELS, WORD_VECTOR_KERNELS
+from jkern import KERNEL_MEANINGS, KERNEL_NAMES, PARTIAL_TREE_KERNELS, WORD_VECTOR_KERNELS
 
 EXIT_OK = 0
 EXIT_COMPUTE = 1
@@ -267,7 +267,7 @@ def add_kernel_arguments(p: argparse.ArgumentParser, required: bool = True) -> N
                    help="the tree kernel "
                         + ("(required; no default)" if required else
                            "(no default; required unless --projector gives one)") + ":\n"
-                        + "\n".join(f"{name}: {name.meaning}" for name in KERNEL_NAMES))
+                        + "\n".join(f"{name}: {KERNEL_MEANINGS[name]}" for name in KERNEL_NAMES))
     p.add_argument("--lam", type=positive_float, default=0.4, metavar="L",
                    help="lambda decay (default 0.4)")
     p.add_argument("--mu", type=positive_float, default=0.4, metavar="M",
