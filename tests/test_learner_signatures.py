@@ -43,10 +43,7 @@ LEARNERS = {
 }
 # What is not there yet, and why (each an expected failure that must not start passing
 # unnoticed: strict).
-PENDING = {
-    "pa.fit": "pa.fit keeps key=None (file order needs none) until tests/test_pa_split.py, "
-              "which calls it without a key, is free to change",
-}
+PENDING: dict[str, str] = {}
 
 
 def _param(name: str):
@@ -90,6 +87,56 @@ def test_dtype_none_and_throw_false(name):
             f"{name}: {option}"
 
 
+# Functions that draw but are not learners (a model's initialisation, samplers) and the
+# learners' grid variants: the data first, their keys keyword-only without a default.
+# name -> (function, its positional parameters, its key parameters)
+DRAWERS = {
+    "kda.fit_grid": (kda.fit_grid, ("c", "y"), ("keys",)),
+    "kda.init_grid": (kda.init_grid, ("nystrom", "classes"), ("key",)),
+    "kda.KDA.init": (kda.KDA.init, ("nystrom", "classes"), ("key",)),
+    "select_landmarks": (jkern.select_landmarks, ("n", "m"), ("key",)),
+    "svm.draw_sample": (svm.draw_sample, ("n", "r", "importance"), ("key",)),
+}
+
+
+@pytest.mark.parametrize("name", list(DRAWERS), ids=list(DRAWERS))
+def test_functions_that_draw_take_data_first_and_keys_keyword_only(name):
+    function, positional, keys = DRAWERS[name]
+    params = inspect.signature(function).parameters
+    given = tuple(p.name for p in params.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL))
+    assert given == positional, f"{name} takes {given} positionally"
+    for k in keys:
+        p = params.get(k)
+        assert p is not None and p.kind is p.KEYWORD_ONLY, f"{name}: {k} is not keyword-only"
+        assert p.default is inspect.Parameter.empty, f"{name}: {k} defaults to {p.default!r}"
+
+
+def test_the_grid_learner_is_the_learner_over_a_leading_axis():
+    """`kda.fit_grid` takes `kda.fit`'s arguments (the model and key as stacked `models` and
+    `keys`), with its defaults, and returns a `Solution` with a leading grid axis."""
+    single = inspect.signature(kda.fit).parameters
+    grid = inspect.signature(kda.fit_grid).parameters
+    renamed = {"model": "models", "key": "keys"}
+    for name, p in single.items():
+        if name in ("progress",):
+            continue  # one fit's progress lines
+        q = grid.get(renamed.get(name, name))
+        assert q is not None, f"fit_grid has no {renamed.get(name, name)}"
+        assert q.kind is p.kind, f"fit_grid: {q.name} is {q.kind}, fit's is {p.kind}"
+        if name not in ("l2",):  # one λ per member: required
+            assert q.default == p.default, f"fit_grid: {q.name} defaults to {q.default!r}"
+    x = np.array([[1.0, 0.2], [0.8, -0.1], [-1.0, 0.3], [-0.7, -0.4]])
+    y = np.array([1, 1, 0, 0])
+    models = kda.init_grid(jnp.eye(2), (0, 1), key=jax.random.key(0), dropout=[0.0, 0.1],
+                           hidden=(3,))
+    sol = kda.fit_grid(x, y, models=models, keys=jax.random.split(jax.random.key(1), 2),
+                       l2=jnp.array([0.0, 1e-3]), epochs=2, batch_size=4)
+    assert isinstance(sol, Solution) and sol.result.shape == (2,)
+    member = kda.grid_member(sol, 1)
+    assert member.model.classes == (0, 1) and len(member.model.predict(x)) == 4
+
+
 # --------------------------------------------------------------------------- fits
 
 
@@ -109,8 +156,8 @@ def _tiny_fits():
         "svm.cpa": (svm.cpa(trees, [1, -1, 1, -1], kernel=jkern.SST(0.4), key=None), trees),
         "kda.fit": (kda.fit(x, (y > 0).astype(int), model=net, key=key, epochs=2,
                             batch_size=4), x),
-        "pa.fit": (pa.fit(rows, [1, 1, -1, -1], epochs=2), rows),
-        "pa.fit linear": (pa.fit(rows, [1, 1, -1, -1], epochs=2, mode="linear"), rows),
+        "pa.fit": (pa.fit(rows, [1, 1, -1, -1], epochs=2, key=None), rows),
+        "pa.fit linear": (pa.fit(rows, [1, 1, -1, -1], epochs=2, mode="linear", key=None), rows),
         "ds.fit": (ds.fit(x, np.array([0, 0, 1, 1, 2, 2]), relations, method="fista",
                           max_iter=50, key=None), x),
     }

@@ -59,7 +59,7 @@ def test_modes_match_reference(dataset, degree):
     walked = {}
     for mode in MODES:
         sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True,
-                  n_common=n_common, block_size=7)
+                  n_common=n_common, block_size=7, key=None)
         _check_same(sol, ref, atol=0)  # bit for bit
         walked[mode] = int(sol.stats["walked"])
     if dataset == "synthetic":  # cached prefixes: fewer index entries than splitting's walk
@@ -71,7 +71,8 @@ def test_every_feature_rare_or_common():
     X, y = _random_binary(2)
     ref = pa_reference(_rows(X), y.tolist(), degree=2, epochs=EPOCHS, exact=True)
     for mode, n_common in (("splitting", 0), ("slicing", 0), ("slicing", None)):
-        sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, record=True, n_common=n_common)
+        sol = fit(X, y, degree=2, epochs=EPOCHS, mode=mode, record=True, n_common=n_common,
+                  key=None)
         _check_same(sol, ref, atol=0)
         seen = frequency_order(X).n_features  # the features that occur
         assert sol.stats["n_common"] == (seen if n_common is None else n_common)
@@ -83,12 +84,12 @@ def test_float_arithmetic_and_textbook_step():
     rows = _rows(X)
     ref = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS)
     sol = fit(X, y, degree=2, epochs=EPOCHS, mode="splitting", record=True, n_common=4,
-              exact=False)
+              exact=False, key=None)
     _check_same(sol, ref)  # margins to 1e-9
     book = pa_reference(rows, y.tolist(), degree=2, epochs=EPOCHS, step="textbook",
                         exact=True)
     sol = fit(X, y, degree=2, epochs=EPOCHS, mode="slicing", record=True, n_common=2,
-              textbook=True)
+              textbook=True, key=None)
     _check_same(sol, book, atol=0)
 
 
@@ -127,8 +128,8 @@ def test_update_one_example_at_a_time_in_a_scan():
 
 def test_model_uses_the_input_ids():
     X, y = _random_binary(8)
-    want = fit(X, y, degree=3, epochs=EPOCHS, mode="kernel").model
-    model = fit(X, y, degree=3, epochs=EPOCHS, mode="slicing", n_common=5).model
+    want = fit(X, y, degree=3, epochs=EPOCHS, mode="kernel", key=None).model
+    model = fit(X, y, degree=3, epochs=EPOCHS, mode="slicing", n_common=5, key=None).model
     np.testing.assert_array_equal(np.asarray(model.alpha), np.asarray(want.alpha))
     def rows(m):  # each support vector's features, as a sorted row (-1: padding)
         return np.sort(np.where(np.asarray(m.values) != 0, np.asarray(m.indices), -1), axis=1)
@@ -150,7 +151,7 @@ def test_choose_n_common_halves_to_fit_the_budget():
             bigger = min(2 * n + 1, Xf.n_features)
             assert len(conjunction_table(Xf, 2, n_common=bigger)) * 16 > budget  # pyright: ignore
     sol = fit(train.features, train.labels, degree=2, epochs=1, mode="splitting",
-              memory_budget=1 << 12)
+              memory_budget=1 << 12, key=None)
     assert sol.stats["n_common"] == choose_n_common(Xf, 2, 1 << 12)
 
 
@@ -168,10 +169,10 @@ def test_errors():
     X = SparseRows.from_rows([{0: 0.5, 1: 1.0}, {1: 1.0}])
     for mode in MODES:
         with pytest.raises(InputError, match="binary"):
-            fit(X, [1, -1], mode=mode)
+            fit(X, [1, -1], mode=mode, key=None)
     X, y = _random_binary(11, n=30)
     with pytest.raises(InputError, match="capacity=3"):
-        fit(X, y, capacity=3, mode="slicing", n_common=2)
+        fit(X, y, capacity=3, mode="slicing", n_common=2, key=None)
 
 
 def test_explicit_mode_in_chunks_of_visits(monkeypatch):
@@ -183,10 +184,10 @@ def test_explicit_mode_in_chunks_of_visits(monkeypatch):
     monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)
     X, y = _random_binary(3)
     ref = pa_reference(_rows(X), y.tolist(), degree=3, epochs=EPOCHS, exact=True)
-    sol = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit", record=True)
+    sol = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit", record=True, key=None)
     _check_same(sol, ref, alpha=False, atol=0)
     for mode in MODES:  # splitting and slicing on the kept ids, in file and shuffled order
-        sol = fit(X, y, degree=3, epochs=EPOCHS, mode=mode, record=True, n_common=3)
+        sol = fit(X, y, degree=3, epochs=EPOCHS, mode=mode, record=True, n_common=3, key=None)
         _check_same(sol, ref, atol=0)
     orders = fit(X, y, degree=3, epochs=EPOCHS, mode="block", shuffle=True,
                  key=jax.random.key(5)).stats["order"]
@@ -200,7 +201,8 @@ def test_explicit_mode_in_chunks_of_visits(monkeypatch):
     data = parse_sparse_lines(path.read_text(encoding="utf-8").splitlines()[:60])
     ref = pa_reference(_rows(data.features), data.labels.tolist(), degree=3, epochs=2,
                        exact=True)
-    sol = fit(data.features, data.labels, degree=3, epochs=2, mode="explicit", record=True)
+    sol = fit(data.features, data.labels, degree=3, epochs=2, mode="explicit", record=True,
+              key=None)
     _check_same(sol, ref, alpha=False, atol=0)
 
 
@@ -263,11 +265,11 @@ def test_every_mode_matches_reference(ud_head, dataset, degree):
     assert 0 < sum(ref.updated) < len(ref.updated)
     for mode in ("kernel", "block", "splitting", "slicing", "explicit"):
         sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True, block_size=8,
-                  n_common=31 if mode in MODES else None)
+                  n_common=31 if mode in MODES else None, key=None)
         _check_same(sol, ref, alpha=mode != "explicit", atol=0)
     if degree == 1:
         lin = pa_reference(_rows(X), y.tolist(), epochs=EPOCHS, mode="linear", exact=True)
-        sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True)
+        sol = fit(X, y, epochs=EPOCHS, mode="linear", record=True, key=None)
         _check_same(sol, lin, alpha=False, support=False, atol=0)
 
 
@@ -343,3 +345,51 @@ def test_kept_ids_give_dense_ids_and_search_the_rest(degree):
     seen = dense_seen(common, idx, jnp.asarray(got))
     assert np.array_equal(seen, dense_seen(common, idx, None))
     assert np.array_equal(np.flatnonzero(seen), np.unique(got[is_dense]))
+
+
+@pytest.mark.parametrize(("dataset", "degree"), [("random", 2), ("random", 3),
+                                                 ("synthetic", 2), ("boundary", 3)])
+def test_explicit_rare_split_matches_reference(dataset, degree):
+    """Explicit mode with the rare features' conjunctions through the examples that share
+    one (`_rare`): the reference's updates and margins bit for bit for N from 0 (every
+    feature rare) up, and the model's margins on the training rows equal the reference
+    model's (the rare conjunctions' weights rebuilt from α)."""
+    X, y, _ = _dataset(dataset)
+    ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
+    Xf, _ = frequency_order(X).apply(X)
+    whole = fit(Xf, y, degree=degree, epochs=EPOCHS, mode="explicit", record=True,
+                block_size=7, key=None, n_common=10**6)
+    want = np.asarray(whole.model.decision_function(Xf))
+    for n_common in (0, 2, 5, 17):
+        sol = fit(Xf, y, degree=degree, epochs=EPOCHS, mode="explicit", record=True,
+                  block_size=7, key=None, n_common=n_common)
+        assert sol.stats["n_common"] == min(n_common, Xf.n_features)
+        _check_same(sol, ref, alpha=False, atol=0)  # bit for bit
+        np.testing.assert_array_equal(np.asarray(sol.model.decision_function(Xf)), want)
+
+
+def test_rare_part_pairs_and_coefficients():
+    """`rare_part` against a direct count over every pair of rows."""
+    from jkern.pa._rare import rare_part
+
+    rng = np.random.default_rng(3)
+    n, F, N, d = 40, 30, 12, 3
+    rows = np.full((n, 6), F)
+    for i in range(n):
+        f = np.sort(rng.choice(F, size=rng.integers(1, 7), replace=False))
+        rows[i, :len(f)] = f
+    rare = rare_part(rows, F, N, d)
+    start, partner, coef = (np.asarray(a) for a in rare[:3])
+    for i in range(n):
+        si = set(rows[i][rows[i] < F].tolist())
+        got = dict(zip(partner[start[i]:start[i + 1]].tolist(),
+                       coef[start[i]:start[i + 1]].tolist()))
+        want = {}
+        for j in range(n):
+            sj = set(rows[j][rows[j] < F].tolist())
+            a = len({f for f in si & sj if f < N})
+            b = len(si & sj) - a
+            if b:
+                want[j] = (1 + a + b) ** d - (1 + a) ** d
+        assert got == want
+        assert start[i + 1] - start[i] <= rare.width

@@ -146,6 +146,12 @@ class ExplicitPA(eqx.Module):
     def step_block(self, state: ExplicitState, xs: ExpandedInstance, ys: Any,
                    rows: Int[Array, "B k"], n_features: int, valid: Any
                    ) -> tuple[ExplicitState, Array, Array]:
+        """`block_steps` without the steps."""
+        return self.block_steps(state, xs, ys, rows, n_features, valid)[:3]
+
+    def block_steps(self, state: ExplicitState, xs: ExpandedInstance, ys: Any,
+                    rows: Int[Array, "B k"], n_features: int, valid: Any,
+                    extra: Array | None = None) -> tuple[ExplicitState, Array, Array, Array]:
         """B examples in order, exactly as B `step`s, with work per update, not per pair:
         their margins against the weights at the block start in one batched gather; then,
         while some example not yet visited would update, jump to the first one, update the
@@ -154,12 +160,16 @@ class ExplicitPA(eqx.Module):
         conjunction of x_t ∩ x_s has its weight). A block where no example would update
         against the block-start weights costs one gather. `rows`: `[B, k]` the examples'
         feature ids (`n_features` or more for absent positions). `xs`' coefficients may be
-        one `[K]` row shared by the block. Returns (new state, margins, updated flags)."""
+        one `[K]` row shared by the block; `extra`: `[B]` margin the weights do not hold
+        (the rare part, `_rare`), added at the block start. Returns (new state, margins,
+        updated flags, steps Δα)."""
         w = state.w
         fdt = xs.sq_norm.dtype
         ys = jnp.asarray(ys, fdt)
         coef = jnp.broadcast_to(xs.margin_coef, xs.ids.shape).astype(w.dtype)
         m0 = jnp.sum(coef * w[xs.ids], axis=1)
+        if extra is not None:
+            m0 = m0 + extra.astype(w.dtype)
         B = m0.shape[0]
         at = jnp.arange(B)
         present = rows < n_features
@@ -198,7 +208,8 @@ class ExplicitPA(eqx.Module):
         # most blocks have no update after the first epochs: their B × K scatter is skipped
         # (under vmap the cond is a select and both run, as before)
         w = jax.lax.cond(jnp.any(upds), write, lambda w: w, w)
-        return ExplicitState(w, state.n_updates + jnp.sum(upds, dtype=jnp.int32)), ms, upds
+        return (ExplicitState(w, state.n_updates + jnp.sum(upds, dtype=jnp.int32)), ms, upds,
+                dalpha)
 
 
 class ConjunctionModel(eqx.Module):

@@ -16,6 +16,7 @@ Modes (all the same PA-I, `_kernel`'s rule; all but `linear` the same model):
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -49,9 +50,10 @@ from ._explicit import (
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
+from ._rare import RarePart, add_partners, rare_conjunctions, rare_features, rare_part
 from ._slice import CHUNK_VISITS, dense_seen, fit_split, kept_ids
 from ._split import common_part
-from ._table import CommonPart, dense_keys
+from ._table import CommonPart, dense_features, dense_keys
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -181,32 +183,49 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 
 @filter_jit
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
-                      mask, record: bool, kept_ids, block: int):
+                      mask, record: bool, kept_ids, block: int, rare: RarePart | None = None):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
     visits (`order`, `[chunks, size]`), the weight ids of its examples (from `kept_ids`,
     `[n, K]`, when every example's were searched once; else in one batched search), then
-    blocks of `block` visits (`ExplicitPA.step_block`)."""
+    blocks of `block` visits (`ExplicitPA.step_block`). With `rare` (`_rare`), the
+    conjunctions of rare features are not weights: each example's rare margin r = P α is
+    kept and added to at each update; returns (state, margins, updated, α per example)
+    then, α `[n]` (the rare conjunctions' weights come from it)."""
     # the coefficients are per position (∅, singles, pairs, ...), the same for every
     # example: the sink id D (a conjunction not in the table) holds weight 0
     coef = common.coefficients(jnp.zeros((common.n_ids,), jnp.int32), sq.dtype)
     ones = jnp.ones((common.n_ids,), sq.dtype)
+    n = idx.shape[0]
 
-    def chunk(state, args):
+    def chunk(carry, args):
         pos, valid = args
         ids = common.ids(idx[pos]) if kept_ids is None else kept_ids[pos]
         pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
         ids = ids.reshape(pos.shape + ids.shape[1:])
 
-        def visit(state, t):
+        def visit(carry, t):
+            state, r, alpha = carry
             x = ExpandedInstance(ids[t], coef, ones, sq[pos[t]])
-            state, m, upd = learner.step_block(state, x, y[pos[t]], idx[pos[t]],
-                                               common.n_common, valid[t])
-            return state, (m if record else None, upd)
+            extra = None if rare is None else r[pos[t]]
+            state, m, upd, dalpha = learner.block_steps(state, x, y[pos[t]], idx[pos[t]],
+                                                        common.n_common, valid[t], extra)
+            if rare is not None:
+                part = rare
+                r, alpha = jax.lax.cond(
+                    jnp.any(upd),
+                    lambda ra: (add_partners(ra[0], part, pos[t], dalpha, upd),
+                                ra[1].at[pos[t]].add(dalpha)),
+                    lambda ra: ra, (r, alpha))
+            return (state, r, alpha), (m if record else None, upd)
 
-        return jax.lax.scan(visit, state, jnp.arange(pos.shape[0]))
+        return jax.lax.scan(visit, carry, jnp.arange(pos.shape[0]))
 
-    state, (ms, upds) = jax.lax.scan(chunk, state, (order, mask))
-    return state, ms, upds
+    size = 1 if rare is None else n + 1
+    zeros = jnp.zeros((size,), state.w.dtype)
+    (state, _, alpha), (ms, upds) = jax.lax.scan(chunk, (state, zeros, zeros), (order, mask))
+    if rare is None:
+        return state, ms, upds
+    return state, ms, upds, alpha[:n]
 
 
 def visit_orders(n: int, epochs: int, shuffle: bool, key: Any) -> np.ndarray:
@@ -250,7 +269,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         block_size: int = 32, record: bool = False, exact: bool | None = None,
         dtype: Any = None, throw: bool = False, n_common: int | None = None,
         memory_budget: int = 32 * 2**20, average: bool = False, shuffle: bool = False,
-        key: Any = None) -> Solution[Any]:
+        key: Any) -> Solution[Any]:
     """Online PA-I with the polynomial kernel (1 + s·x)^d, opal's rule (`jkern.pa.KernelPA`).
 
     Visits the examples in file order (or, `shuffle`, a new permutation each epoch),
@@ -289,7 +308,10 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         throw: raise unless the result is successful (`Solution.check`).
         n_common: splitting and slicing: N, the most frequent features whose conjunctions
             get explicit weights (None: opal's rule, the largest 2^i - 1 whose conjunction
-            table fits `memory_budget`). The model does not depend on it.
+            table fits `memory_budget`). Explicit: the features at or above N reach the
+            margins through the training examples that share one, not as conjunction
+            weights (None: the smallest N with at most 2^22 such sharings, `_rare`; ignored
+            under a traced C). The model does not depend on it.
         memory_budget: bytes for the common-conjunction table when `n_common` is None
             (opal's default, 32 MiB; 16 bytes a conjunction).
         average: averaged PA-I: the returned model is (1/T) Σ_t model_t over the T visits
@@ -297,7 +319,9 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             are floats, not multiples of 2^-32.
         shuffle: visit a new random permutation of the examples each epoch (opal: file
             order); needs `key`.
-        key: a `jax.random` key for `shuffle` (keyword-only).
+        key: PRNG key of the `shuffle` permutations (keyword-only, no default: the learner
+            can draw). File order (`shuffle=False`, opal's) draws nothing: pass `key=None`
+            (a key given there is unused).
 
     Returns:
         A `Solution` with a `SupportVectorModel` (kernel modes) or a `ConjunctionModel`
@@ -310,7 +334,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
 
     >>> import jax.numpy as jnp
     >>> X = SparseRows.from_rows([{0: 1, 1: 1}, {0: 1}, {1: 1, 2: 1}, {2: 1}])
-    >>> sol = fit(X, [1, 1, -1, -1], degree=2, epochs=3)
+    >>> sol = fit(X, [1, 1, -1, -1], degree=2, epochs=3, key=None)
     >>> sol.model.predict(X).tolist(), sol.stats["updates"].tolist()
     ([1, 1, -1, -1], [2, 1, 0])
     """
@@ -364,6 +388,9 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
                          "mode='kernel' or 'block' for real values")
     problem = _Problem(X, y, C, degree, epochs, textbook, exact, dt, block_size, record,
                        orders, shuffle, uids, n_vectors)
+    if n_common is not None and (isinstance(n_common, bool) or not isinstance(
+            n_common, numbers.Integral) or n_common < 0):
+        raise InputError(f"n_common must be None or an int >= 0, got {n_common!r}")
     run = _LEARNERS[mode](problem, mode=mode, capacity=capacity, n_common=n_common,
                           memory_budget=memory_budget)
     model, ms, upds, code = run.model, run.margins, run.updated, run.code
@@ -513,7 +540,8 @@ def _fit_kernel(p: _Problem, *, mode: str, capacity: int | None, **unused: Any) 
     return _Run(model, ms, upds, code, state.slot, state.alpha.shape[0])
 
 
-def _fit_explicit(p: _Problem, *, mode: str, **unused: Any) -> _Run:
+def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unused: Any
+                  ) -> _Run:
     """Linear PA-I on the conjunction expansion (`explicit`, binary features, exact blocks
     over every example's conjunction ids) or on the primitive features (`linear`)."""
     X = p.X
@@ -536,21 +564,35 @@ def _fit_explicit(p: _Problem, *, mode: str, **unused: Any) -> _Run:
         n = len(val)
         size = -(-min(CHUNK_VISITS, n * p.epochs) // p.block) * p.block
         order, mask = _stream(p.orders, size)
-        common = common_part(X, p.degree, F)
+        # the rare features' conjunctions go through the examples that share one (`_rare`)
+        # where C is concrete: their keys are then known, the support vectors' (a vmapped
+        # grid of C keeps every conjunction as a weight: one key set for the grid)
+        if is_traced(p.C) or p.degree < 2:
+            N = F
+        elif n_common is not None:
+            N = min(F, int(n_common))
+        else:
+            N = rare_features(idx, idx < F, F, dense_features(F, p.degree))
+        common = common_part(X, p.degree, F, below=N)
+        rare = rare_part(idx, F, N, p.degree) if N < F else None
         state = learner.init(common.size, dtype=p.dtype)
         idx_j = jnp.asarray(idx, jnp.int32)
         kept = kept_ids(common, idx_j, p.epochs)
         seen = dense_seen(common, idx_j, kept)
-        state, ms, upds = _run_conjunctions(
+        out = _run_conjunctions(
             learner, common, state, idx_j, sq, p.y, jnp.asarray(order), jnp.asarray(mask),
-            p.record, kept, p.block)
+            p.record, kept, p.block, rare)
         del kept  # (the ids are the largest array of a fit)
+        state, ms, upds = out[:3]
         keys, w = _model_weights(common, seen, state.w)
+        if rare is not None:
+            rkeys, rw = rare_conjunctions(idx, np.asarray(out[3]), F, N, p.degree)
+            keys, w = _merge_keys(keys, w, rkeys, jnp.asarray(rw, w.dtype))
     w = w.astype(p.dtype) / SCALE if p.exact else w
     code = jnp.where(jnp.all(jnp.isfinite(w)), RESULTS.successful, RESULTS.nonfinite)
     model = ConjunctionModel(w, keys, degree=1 if linear else p.degree, linear=linear,
                              n_features=X.n_features, ids=X.ids)
-    return _Run(model, ms, upds, code)
+    return _Run(model, ms, upds, code, stats={} if linear else {"n_common": N})
 
 
 def _model_weights(common: CommonPart, seen: np.ndarray, w: Array) -> tuple[np.ndarray, Array]:
@@ -570,6 +612,19 @@ def _model_weights(common: CommonPart, seen: np.ndarray, w: Array) -> tuple[np.n
     ids = np.insert(np.arange(common.offset + first, common.size, dtype=np.int32), at,
                     dense.astype(np.int32))
     return keys, jnp.concatenate([w[jnp.asarray(ids)], jnp.zeros((1,), w.dtype)])
+
+
+def _merge_keys(keys: np.ndarray, w: Array, more: np.ndarray, more_w: Array
+                ) -> tuple[np.ndarray, Array]:
+    """Two disjoint sorted key sets and their weights (`w` ends in the sink's 0) as one."""
+    at = np.searchsorted(keys, more)
+    merged = np.insert(keys, at, more)
+    where = at + np.arange(len(more))  # the new keys' places in the merged order
+    old = np.ones(len(merged), bool)
+    old[where] = False
+    out = jnp.zeros((len(merged) + 1,), w.dtype)
+    out = out.at[jnp.asarray(np.flatnonzero(old))].set(w[:-1]).at[jnp.asarray(where)].set(more_w)
+    return merged, out
 
 
 _LEARNERS = {"kernel": _fit_kernel, "block": _fit_kernel, "splitting": _fit_split,

@@ -52,7 +52,6 @@ from ..errors import InputError
 from ._explicit import (
     BITMAP_KEYS,
     _base,
-    conjunction_table,
     distinct_keys,
     largest_feature,
     rebase,
@@ -182,25 +181,33 @@ def posting_starts(X: SparseRows, first_rows: np.ndarray, n_common: int, *,
 
 
 def common_part(Xf: SparseRows, degree: int, n_common: int,
-                keys: np.ndarray | None = None, n_dense: int | None = None) -> CommonPart:
+                keys: np.ndarray | None = None, n_dense: int | None = None,
+                below: int | None = None) -> CommonPart:
     """The `CommonPart` of frequency-ordered rows `Xf` for N = `n_common` (`keys`: its
     whole table when already built): the conjunctions of the `n_dense` most frequent
     features (default `dense_features`) by arithmetic ids, the others in a table (a fit
-    finds every example's ids once, `_slice.kept_ids`: only those are searched)."""
+    finds every example's ids once, `_slice.kept_ids`: only those are searched). `below`:
+    only the conjunctions of features below it (explicit mode's rare split, `_rare`); the
+    keys stay in base `n_common + 1`."""
     n_dense = dense_features(n_common, degree) if n_dense is None else min(n_dense, n_common)
-    if keys is None:
-        keys = conjunction_table(Xf, degree, n_common=n_common, n_dense=n_dense)
+    limit = n_common if below is None else min(below, n_common)
+    n_dense = min(n_dense, limit)
+    if keys is None and 0 < n_dense >= limit:  # every conjunction (∅ too) is dense: no table
+        keys = np.zeros(0, np.int64)
+    elif keys is None:
+        keys, _ = distinct_keys(Xf, degree, _base(n_common, degree), limit, n_dense=n_dense)
     else:
         keys = keys[largest_feature(keys, n_common + 1) >= n_dense]
     assert keys is not None
     idx, val = np.asarray(Xf.indices), np.asarray(Xf.values)
-    width = int(np.sum((val != 0) & (idx < n_common), axis=1).max(initial=0))
+    width = int(np.sum((val != 0) & (idx < limit), axis=1).max(initial=0))
     big = (n_common + 1) ** degree >= 2 ** 31
     if big and not jax.config.jax_enable_x64:  # pyright: ignore[reportAttributeAccessIssue]
         raise InputError(f"n_common={n_common} at degree {degree} needs 64-bit keys: enable "
                          "x64 (jax.config.update('jax_enable_x64', True)) or pass a smaller "
                          "n_common")
-    return CommonPart.of(keys, n_common, width, degree, n_dense)
+    return CommonPart.of(keys, n_common, width, degree, n_dense,
+                         0 if limit == n_common else limit)
 
 
 def positions_in(rows: Int[Array, "G k"], xs: Int[Array, "G k"], n_features: int

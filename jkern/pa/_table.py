@@ -72,6 +72,8 @@ class CommonPart(eqx.Module):
             f_0 < f_1 < ..., the combinatorial number system), as opal's arrays for its
             most frequent features; the table's keys follow at `offset` + their position.
             0: every conjunction is in the table.
+        below: (static) conjunctions that hold a feature at or above it have no weight
+            here (the sink): explicit mode's rare features (`_rare`); 0: `n_common`.
     """
 
     keys: Int[Array, " D"]
@@ -84,6 +86,7 @@ class CommonPart(eqx.Module):
     hashed_keys: Int[Array, " D"] | None = None
     hashed_pos: Int[Array, " D"] | None = None
     n_dense: int = eqx.field(static=True, default=0)
+    below: int = eqx.field(static=True, default=0)
 
     @property
     def offset(self) -> int:
@@ -103,7 +106,7 @@ class CommonPart(eqx.Module):
 
     @classmethod
     def of(cls, keys: np.ndarray, n_common: int, width: int, degree: int,
-           n_dense: int = 0) -> CommonPart:
+           n_dense: int = 0, below: int = 0) -> CommonPart:
         """The bucketed table of sorted host `keys` in base `n_common + 1`: int64 keys where
         they can pass int32 (the caller enables x64 for those), else int32. `n_dense`: the
         keys leave out the conjunctions of features below it (they have dense ids); a table
@@ -113,7 +116,7 @@ class CommonPart(eqx.Module):
         if len(keys) == 0:
             keys = np.full(1, -1, np.int64)
         return cls(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
-                   degree, n_dense=n_dense).bucketed()
+                   degree, n_dense=n_dense, below=below).bucketed()
 
     def bucketed(self) -> CommonPart:
         """This table with buckets of a hash of its keys (host): between one and two keys
@@ -135,13 +138,13 @@ class CommonPart(eqx.Module):
         return CommonPart(self.keys, self.n_common, self.width, self.degree,
                           jnp.asarray(start), bits, probes,
                           jnp.asarray(keys[order], self.keys.dtype), jnp.asarray(order),
-                          self.n_dense)
+                          self.n_dense, self.below)
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
         return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
                           self.shift, self.probes, self.hashed_keys, self.hashed_pos,
-                          self.n_dense)
+                          self.n_dense, self.below)
 
     def find(self, key: Array) -> Array:
         """The position of each key in the table (of some other key where absent:
@@ -172,7 +175,7 @@ class CommonPart(eqx.Module):
         their dense ids where all are among the `n_dense` first, else -1)."""
         base = self.n_common + 1
         f = indices[..., :self.width]
-        common = f < self.n_common
+        common = f < (self.below or self.n_common)
         zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
         keys, oks = [zero.astype(self.keys.dtype)], [zero == 0]  # ∅
         dense = [zero if self.n_dense else zero - 1]

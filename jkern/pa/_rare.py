@@ -1,0 +1,162 @@
+"""The rare part of explicit mode: the conjunctions that hold a rare feature, through the
+training examples that share one (opal's split, with the support vectors' index made static).
+
+With features in frequency order and R = {f >= N} the rare ones, the margin of an example x
+splits into the conjunctions of its common features (weights, `_table.CommonPart` with
+`below = N`) and the rest:
+
+    m(x) = Σ_{U ⊆ x_C} c_|U| w_U  +  Σ_s α_s [(1 + |s∩x|)^d − (1 + |s∩x_C|)^d],
+
+and a term of the second sum is 0 unless s shares a rare feature with x. Support vectors are
+training examples, and the training rows are known before the first epoch, so the pairs of
+training examples that share a rare feature, with their integer coefficients
+(1 + a + b)^d − (1 + a)^d (a common and b rare features shared), are found once on the host:
+a static sparse matrix P. A fit keeps every example's rare margin r = P α and adds Δα P[:, t]
+to it when x_t updates (a walk over x_t's partners), so the epochs never enumerate a
+conjunction that holds a rare feature, and the table, its search and the stored ids hold the
+common features' conjunctions only. In exact mode every term is an integer, so the margins
+are the whole expansion's, bit for bit.
+
+N is the smallest id (at least the dense features') whose rare features' occurrence counts c_f
+give Σ c_f² <= RARE_PAIRS: the pairs stay a few million whatever the data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Int
+
+from ._explicit import _conjunction_keys, largest_feature
+
+RARE_PAIRS = 1 << 22  # at most this many (example, example, rare feature) triples
+
+
+class RarePart(NamedTuple):
+    """The pairs of training examples that share a rare feature, by example (CSR).
+
+    Attributes:
+        start: `[n + 1]` where each example's partners start in `partner`.
+        partner: `[E + width]` partner ids (padding: n, the sink), self included.
+        coef: `[E + width]` (1 + a + b)^d − (1 + a)^d, int64.
+        width: the most partners an example has (static: a walk reads this many).
+    """
+
+    start: Int[Array, " n1"]
+    partner: Int[Array, " E"]
+    coef: Int[Array, " E"]
+    width: int
+
+
+def rare_features(indices: np.ndarray, present: np.ndarray, n_features: int, n_dense: int,
+                  budget: int = RARE_PAIRS) -> int:
+    """N: the smallest feature id >= `n_dense` whose features at or above it (occurring
+    c_f times) have Σ c_f² <= `budget`; `n_features` when none qualifies but the last."""
+    counts = np.bincount(indices[present], minlength=n_features).astype(np.int64)
+    tail = np.cumsum((counts ** 2)[::-1])[::-1]  # tail[f] = Σ_{g >= f} c_g²
+    ok = np.flatnonzero(tail <= budget)
+    first = int(ok[0]) if len(ok) else n_features
+    return min(n_features, max(first, n_dense))
+
+
+def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int) -> RarePart:
+    """The `RarePart` of sorted feature rows (`rows` `[n, k]`, ascending, padding =
+    `n_features`) for the rare features `n_rare_from` <= f < `n_features`."""
+    n, k = rows.shape
+    rare = (rows >= n_rare_from) & (rows < n_features)
+    ex = np.repeat(np.arange(n, dtype=np.int64), k)[rare.reshape(-1)]
+    feat = rows.reshape(-1)[rare.reshape(-1)]
+    order = np.argsort(feat, kind="stable")
+    ex, feat = ex[order], feat[order]
+    # every ordered pair of examples in each feature's group (self included)
+    first = np.flatnonzero(np.r_[True, feat[1:] != feat[:-1]])
+    size = np.diff(np.r_[first, len(feat)])
+    group_of = np.repeat(np.arange(len(first)), size)
+    left = np.repeat(ex, size[group_of])
+    within = np.arange(len(left)) - np.repeat(np.cumsum(size[group_of]) - size[group_of],
+                                              size[group_of])
+    right = ex[np.repeat(first[group_of], size[group_of]) + within]
+    pair, shared_rare = np.unique(left * n + right, return_counts=True)
+    a, b = pair // n, pair % n
+    shared_common = _shared_common(rows, a, b, n_rare_from)
+    coef = (1 + shared_common + shared_rare) ** degree - (1 + shared_common) ** degree
+    start = np.searchsorted(a, np.arange(n + 1)).astype(np.int32)
+    width = int(np.diff(start).max(initial=0))
+    pad = max(width, 1)
+    partner = np.concatenate([b, np.full(pad, n)]).astype(np.int32)
+    coef = np.concatenate([coef, np.zeros(pad, np.int64)])
+    return RarePart(jnp.asarray(start), jnp.asarray(partner), jnp.asarray(coef), max(width, 1))
+
+
+PAIRS_AT_ONCE = 1 << 16  # pairs compared in one call (one program whatever the data)
+
+
+def _shared_common(rows: np.ndarray, a: np.ndarray, b: np.ndarray, below: int) -> np.ndarray:
+    """`[len(a)]` how many features below `below` rows a[i] and b[i] share (k × k
+    comparisons per pair, fused in one compiled program a batch at a time)."""
+    out = np.zeros(len(a), np.int64)
+    table = jnp.asarray(rows, jnp.int32)
+    for s in range(0, len(a), PAIRS_AT_ONCE):
+        part = slice(s, s + PAIRS_AT_ONCE)
+        m = len(a[part])
+        ia = np.zeros(PAIRS_AT_ONCE, np.int32)
+        ib = np.zeros(PAIRS_AT_ONCE, np.int32)
+        ia[:m], ib[:m] = a[part], b[part]
+        out[part] = np.asarray(_count_shared(table, jnp.asarray(ia), jnp.asarray(ib),
+                                             jnp.int32(below)))[:m]
+    return out
+
+
+@jax.jit
+def _count_shared(rows, ia, ib, below):
+    ra, rb = rows[ia], rows[ib]
+    eq = (ra[:, :, None] == rb[:, None, :]) & (ra < below)[:, :, None]
+    return jnp.sum(eq, axis=(1, 2), dtype=jnp.int32)
+
+
+def add_partners(r: Array, rare: RarePart, pos: Array, dalpha: Array, updated: Array) -> Array:
+    """r + Σ_t Δα_t P[:, pos_t] over the updated examples of a block (`r` `[n + 1]`, the
+    last slot a sink): one walk of `rare.width` entries per update."""
+    at = jnp.arange(rare.width)
+    todo = jnp.nonzero(updated, size=updated.shape[0], fill_value=0)[0]
+
+    def one(i, r):
+        t = todo[i]
+        s, e = rare.start[pos[t]], rare.start[pos[t] + 1]
+        j = jax.lax.dynamic_slice(rare.partner, (s,), (rare.width,))
+        c = jax.lax.dynamic_slice(rare.coef, (s,), (rare.width,))
+        live = at < e - s
+        return r.at[jnp.where(live, j, r.shape[0] - 1)].add(
+            jnp.where(live, dalpha[t] * c.astype(r.dtype), 0))
+
+    return jax.lax.fori_loop(0, jnp.sum(updated, dtype=jnp.int32), one, r)
+
+
+def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_rare_from: int,
+                      degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted keys, weights): w_U = Σ_s α_s [U ⊆ s] of every conjunction U that holds a rare
+    feature, over the examples with α_s != 0 (`alpha` `[n]`, int64 counts or floats), keyed
+    as `_explicit._conjunction_keys` in base `n_features + 1`."""
+    sv = np.flatnonzero(alpha != 0)
+    base = n_features + 1
+    keys_out, w_out = [np.zeros(0, np.int64)], [np.zeros(0, alpha.dtype)]
+    per_row = sum(math.comb(rows.shape[1], j) for j in range(degree + 1))
+    step = max(1, (1 << 22) // per_row)
+    for s in range(0, len(sv), step):
+        part = sv[s:s + step]
+        r = rows[part]
+        keys, _ = _conjunction_keys((r, (r < n_features).astype(np.float64)), degree, base)
+        holds = (keys >= 0) & (largest_feature(keys, base) >= n_rare_from)
+        owner = np.broadcast_to(alpha[part][:, None], keys.shape)
+        keys_out.append(keys[holds])
+        w_out.append(owner[holds])
+    keys, w = np.concatenate(keys_out), np.concatenate(w_out)
+    order = np.argsort(keys, kind="stable")
+    keys, w = keys[order], w[order]
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(
+        0, np.int64)
+    return keys[first], np.add.reduceat(w, first) if len(keys) else w
