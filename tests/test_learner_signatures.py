@@ -135,6 +135,14 @@ def test_the_grid_learner_is_the_learner_over_a_leading_axis():
     assert isinstance(sol, Solution) and sol.result.shape == (2,)
     member = kda.grid_member(sol, 1)
     assert member.model.classes == (0, 1) and len(member.model.predict(x)) == 4
+    # one scalar penalty serves every member: the same fit as the penalty repeated
+    same = kda.fit_grid(x, y, models=models, keys=jax.random.split(jax.random.key(1), 2),
+                        l2=1e-3, epochs=2, batch_size=4)
+    repeated = kda.fit_grid(x, y, models=models, keys=jax.random.split(jax.random.key(1), 2),
+                            l2=jnp.array([1e-3, 1e-3]), epochs=2, batch_size=4)
+    leaves = jax.tree_util.tree_leaves
+    for a, b in zip(leaves(same.model), leaves(repeated.model)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 # --------------------------------------------------------------------------- fits

@@ -322,7 +322,7 @@ def fit_grid(c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray, *, m
     `y_dev`) are shared by the grid; everything else is keyword-only. `models` is a stacked
     KDA (leading axis G on every array leaf, from `init_grid`), `keys` `[G]` keys (no
     default: each member's dropout, and without `data_key` its batch order, are drawn from
-    its key) and `l2` `[G]` penalties. Member g equals
+    its key) and `l2` `[G]` penalties (a scalar: the same for every member). Member g equals
     `fit(c, y, model=model_g, key=keys[g], l2=l2[g], data_key=data_key, ...)`. With one
     `data_key` every member sees the same batches (one gather per step for the whole grid,
     and configurations compared on equal terms); without it each member shuffles from its
@@ -338,7 +338,9 @@ def fit_grid(c: Float[Array, "n landmarks"], y: Sequence[Any] | np.ndarray, *, m
     l2 = nonnegative("l2", l2, dtype) if np.ndim(l2) == 0 else in_domain(
         "l2", l2, dtype, lambda v: v >= 0, "must be finite numbers >= 0", scalar=False)
     sizes = {x.shape[0] for x in jax.tree_util.tree_leaves(eqx.filter(models, eqx.is_array))}
-    sizes |= {l2.shape[0] if l2.ndim else -1, len(keys)}
+    if l2.ndim == 0:  # one penalty for every member
+        l2 = jnp.full((len(keys),), l2, dtype)
+    sizes |= {l2.shape[0], len(keys)}
     if len(sizes) != 1 or models.nystrom.ndim != 3:
         raise InputError("models (stacked), keys and l2 must share one leading grid axis; got "
                          f"sizes {sorted(sizes)}")
