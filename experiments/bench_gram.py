@@ -8,6 +8,16 @@ Gram computation itself, the XLA programs it built (compiled, or loaded from the
 cache), the Delta entries computed and the Gram sum. Warm runs share a compilation cache
 filled by one unmeasured run first; cold runs each start from an empty one.
 
+Host apart from programs: the worker times reading the trees file (`read s`), and the Gram's
+`stats` split its thread-seconds (summed over the block threads) into host work (`host s`:
+the forest, then planning: the kernel's plan of the forest, column sides, row layout and
+entry buckets, pair finding, contraction indices, assembling the matrix) and compiled
+programs (`program s`: building them on a first call, dispatching them, waiting for them);
+`host %` is host s / (host s + program s), for the first Gram and for the calls again
+(jkern/kernels/_timing.py says what each phase holds). The programs run on JAX's threads, so
+`host CPU %` divides the host phases' CPU seconds by the process's over the Gram: on a busy
+machine it moves less than the wall-clock split.
+
 Workloads (`--workloads`, comma-separated; default all but the long exact-PTK/SPTK ones):
     trec-sst, trec-ptk5, trec-ptk, trec-sptk   TREC 5,401 training parses, full Gram
     boundary-sst, boundary-ptk5                SRL boundary_5000 (lexicalized)
@@ -154,7 +164,9 @@ def worker(name: str, trees_file: str, n_rows: int, threads: int, again: bool = 
     import jkern
 
     _, kernel_name, block = WORKLOADS[name]
+    t0 = time.perf_counter()
     trees = jkern.read_trees(trees_file)
+    read_seconds = time.perf_counter() - t0
     kernel = make_kernel(kernel_name, trees)
     stats: dict = {}
     t0 = time.perf_counter()
@@ -165,6 +177,7 @@ def worker(name: str, trees_file: str, n_rows: int, threads: int, again: bool = 
                        threads=threads, stats=stats)
     g = np.asarray(g)
     seconds = time.perf_counter() - t0
+    built = jkern.program_stats()  # every program the Gram needs is built by now
     # the whole process so far (start-up, data, kernel, Gram): what a user's run costs
     usage = resource.getrusage(resource.RUSAGE_SELF)
     first = {"cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
@@ -173,26 +186,56 @@ def worker(name: str, trees_file: str, n_rows: int, threads: int, again: bool = 
     # the median of up to AGAIN_REPEATS calls, as many as fit in AGAIN_SECONDS after the
     # first (a Gram of a tenth of a second is otherwise mostly this machine's noise)
     seconds_again = None
+    split_again: dict = {}
     if again:
         times: list[float] = []
+        splits: list[dict] = []
         while not times or (len(times) < AGAIN_REPEATS and sum(times) < AGAIN_SECONDS):
+            again_stats: dict = {}
             t0 = time.perf_counter()
             if block == "square":
-                second = jkern.gram(kernel, trees, dtype="float64", threads=threads)
+                second = jkern.gram(kernel, trees, dtype="float64", threads=threads,
+                                    stats=again_stats)
             else:
                 second = jkern.gram(kernel, trees[:n_rows], trees[n_rows:], dtype="float64",
-                                    threads=threads)
+                                    threads=threads, stats=again_stats)
             np.asarray(second)
             times.append(time.perf_counter() - t0)
+            splits.append(seconds_split(again_stats))
             del second
         seconds_again = float(np.median(times))
+        # each phase's median over the calls (the phases of one call need not be the
+        # median call's)
+        split_again = {k: float(np.median([s[k] for s in splits])) for k in splits[0]}
     out = {"gram_seconds": seconds, "gram_seconds_again": seconds_again, "first": first,
            "gram_sum": float(g.sum()), "shape": list(g.shape),
            "programs": stats["programs"], "delta_entries": stats["delta_entries"],
            "constant_entries": stats["constant_entries"], "node_pairs": stats["node_pairs"],
            "trees": stats["trees"], "forest_nodes": stats["forest_nodes"],
-           "total_nodes": stats["total_nodes"], **jkern.program_stats()}
+           "total_nodes": stats["total_nodes"], "read_seconds": read_seconds,
+           "split": seconds_split(stats), "split_again": split_again, **built}
     print("RESULT " + json.dumps(out), flush=True)
+
+
+PHASES = ("forest", "setup", "columns", "layout", "pairs", "contract", "assemble", "other")
+PLAN_PHASES = PHASES[1:]
+
+
+def seconds_split(stats: dict) -> dict:
+    """A Gram's thread-seconds (summed over its block threads) out of its `stats`: each
+    host phase (`<phase>_s`), `host_s` (all of them: forest and planning), `program_s`
+    (compiled programs: building them, dispatching them, waiting for them) and `host_share`,
+    host_s / (host_s + program_s); in CPU seconds, `gram_cpu_s` (the process over the call),
+    `host_cpu_s` (the threads in host phases) and `host_cpu_share`, their ratio (programs
+    run on JAX's threads, so the rest is theirs)."""
+    out = {f"{p}_s": float(stats[f"{p}_seconds"]) for p in PHASES}
+    host, program = float(stats["host_seconds"]), float(stats["program_seconds"])
+    cpu, host_cpu = float(stats["cpu_seconds"]), float(stats["host_cpu_seconds"])
+    out.update(host_s=host, program_s=program,
+               host_share=host / (host + program) if host + program > 0 else 0.0,
+               gram_cpu_s=cpu, host_cpu_s=host_cpu,
+               host_cpu_share=host_cpu / cpu if cpu > 0 else 0.0)
+    return out
 
 
 # --------------------------------------------------------------------------- the parent
@@ -339,7 +382,10 @@ def measure(name, threads, variant, args, warm_cache, scratch, data, n_rows, tk_
                      "gram_again_s": result["gram_seconds_again"],
                      # building the programs: tracing, lowering, compiling or loading them
                      "programs_s": result["trace_seconds"] + result["lower_seconds"]
-                     + result["compile_seconds"] + result["load_seconds"]})
+                     + result["compile_seconds"] + result["load_seconds"],
+                     # reading the trees file (before the Gram, so outside its split)
+                     "read_s": result["read_seconds"],
+                     "split": result["split"], "split_again": result["split_again"]})
         if tk_cmd is not None and threads == 1 and variant == "warm" and not tk_error:
             try:
                 usage, text = run_measured(tk_cmd, dict(os.environ), True)
@@ -351,6 +397,11 @@ def measure(name, threads, variant, args, warm_cache, scratch, data, n_rows, tk_
         "wall_s": median_of(runs, "wall_s"), "cpu_s": median_of(runs, "cpu_s"),
         "gram_s": median_of(runs, "gram_s"), "gram_again_s": median_of(runs, "gram_again_s"),
         "programs_s": median_of(runs, "programs_s"),
+        "read_s": median_of(runs, "read_s"),
+        # host and program thread-seconds of the first Gram and of the calls again
+        **{k: statistics.median(r["split"][k] for r in runs) for k in runs[0]["split"]},
+        **{f"again_{k}": statistics.median(r["split_again"][k] for r in runs)
+           for k in runs[0]["split_again"]},
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
         "programs": result["programs"], "delta_entries": result["delta_entries"],
         "constant_entries": result["constant_entries"], "node_pairs": result["node_pairs"],
@@ -394,13 +445,33 @@ def print_row(row: dict) -> None:
           f"{row['us_per_pair_again']:.2f} us/pair), "
           f"peak RSS {row['peak_rss_mb']:.0f} MB, {row['programs']} programs, "
           f"{row['delta_entries']:,} Delta entries{tk}", flush=True)
+    print(f"{'':<20} reading {row['read_s']:.2f} s; Gram thread-s: host {row['host_s']:.2f} "
+          f"(forest {row['forest_s']:.2f}, planning {plan_s(row):.2f}: {phases(row)}), "
+          f"programs {row['program_s']:.2f}, host {100 * row['host_share']:.0f}% (CPU: "
+          f"{row['host_cpu_s']:.2f} of {row['gram_cpu_s']:.2f} s, "
+          f"{100 * row['host_cpu_share']:.0f}%); again: host {row['again_host_s']:.2f} "
+          f"({phases(row, 'again_')}), programs {row['again_program_s']:.2f}, host "
+          f"{100 * row['again_host_share']:.0f}% (CPU: {row['again_host_cpu_s']:.2f} of "
+          f"{row['again_gram_cpu_s']:.2f} s, {100 * row['again_host_cpu_share']:.0f}%)",
+          flush=True)
+
+
+def plan_s(row: dict, prefix: str = "") -> float:
+    """Planning thread-seconds: the host phases after the forest."""
+    return sum(row[f"{prefix}{p}_s"] for p in PLAN_PHASES)
+
+
+def phases(row: dict, prefix: str = "") -> str:
+    return ", ".join(f"{p} {row[f'{prefix}{p}_s']:.2f}" for p in PLAN_PHASES)
 
 
 def write_table(rows: list[dict], path: Path) -> None:
     head = ("| workload | threads | cache | wall s | CPU s | Gram s | programs s | again s "
-            "| µs/pair "
+            "| µs/pair | read s | host s (forest + planning) | program s | host % | host CPU % "
+            "| again host s | again program s | again host % | again host CPU % "
             "| peak RSS MB | programs | Delta entries | SVM-Light-TK CPU s | CPU ratio |\n"
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+            "|---:|---:|---:|---:|---:|---:|---:|\n")
     lines = []
     for r in rows:
         tk = r.get("tk_cpu_s", r.get("recorded_tk_cpu_s"))
@@ -409,7 +480,14 @@ def write_table(rows: list[dict], path: Path) -> None:
         lines.append(f"| {r['workload']} | {r['threads']} | {r['cache']} | {r['wall_s']:.2f} "
                      f"| {r['cpu_s']:.2f} | {r['gram_s']:.2f} | {r['programs_s']:.2f} "
                      f"| {r['gram_again_s']:.2f} "
-                     f"| {r['us_per_pair_again']:.2f} | {r['peak_rss_mb']:.0f} "
+                     f"| {r['us_per_pair_again']:.2f} | {r['read_s']:.2f} "
+                     f"| {r['host_s']:.2f} ({r['forest_s']:.2f} + {plan_s(r):.2f}) "
+                     f"| {r['program_s']:.2f} | {100 * r['host_share']:.0f} "
+                     f"| {100 * r['host_cpu_share']:.0f} "
+                     f"| {r['again_host_s']:.2f} | {r['again_program_s']:.2f} "
+                     f"| {100 * r['again_host_share']:.0f} "
+                     f"| {100 * r['again_host_cpu_share']:.0f} "
+                     f"| {r['peak_rss_mb']:.0f} "
                      f"| {r['programs']} | {r['delta_entries']:,} "
                      f"| {'' if tk is None else f'{tk:.3g}{mark}'} "
                      f"| {'' if ratio is None else f'{ratio:.2f}'} |")

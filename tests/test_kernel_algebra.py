@@ -71,6 +71,9 @@ def test_work_counters_add_up_over_a_sum_and_a_product():
         jkern.gram(combined, TREES, stats=stats, **F64)
         assert set(stats) == set(alone[0])
         for name in stats:
+            if name.endswith("seconds"):  # where the time went (it varies): a sum's too
+                assert stats[name] >= 0, (combined, name)
+                continue
             assert stats[name] == alone[0][name] + alone[1][name], (combined, name)
     assert alone[0]["delta_entries"] > 0 and alone[1]["delta_entries"] > 0
 

@@ -11,6 +11,7 @@ forest, its planned column sides and its self-kernels.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,7 @@ class PreparedTrees:
     def __init__(self, kernel: AbstractTreeKernel, trees: Sequence[Tree], dtype: Any,
                  expanded: Sequence[bool] | None = None, *,
                  extends: PreparedTrees | None = None) -> None:
+        self.started = time.perf_counter()  # (a `gram` call reports the set-up it caused)
         self.kernel = kernel
         self.trees = list(trees)
         self.expanded = expanded is not None and any(map(bool, expanded))
@@ -66,6 +68,7 @@ class PreparedTrees:
                 raise InputError("an extension's trees must begin with the extended "
                                  "collection's trees")
             self.forest = extends.forest.extend(self.trees[n:])
+        planned = time.perf_counter()
         try:
             self.engine = GramEngine(self.forest, kernel.match_plan(self.forest), dtype)
         except TreeInputError as err:
@@ -74,6 +77,8 @@ class PreparedTrees:
             self.engine.share_columns(extends.engine)
         self.params = self.engine.resolve_params(kernel.params())
         self.dtype = self.engine.dtype
+        self.engine.seconds.add("forest", planned - self.started)
+        self.engine.seconds.add("setup", time.perf_counter() - planned)
         self._self_kernels: np.ndarray | None = None  # `self_kernels`
         self._lock = threading.Lock()
 

@@ -220,6 +220,7 @@ def compute_gram(
 
     result = (_aligned_empty((*lead, n, m), engine.dtype) if out is None
               else check_out(out, (n, m), engine.dtype))
+    phase = engine.seconds.phase
 
     def place(b: int, s: int, e: int) -> None:
         """Rows s:e as one block, or (when its buffer would pass MAX_BUFFER slots, or its
@@ -232,17 +233,22 @@ def compute_gram(
             place(b, mid, e)
             return
         part, width = block(b, s, e)
-        values = np.asarray(part)[..., : e - s, :width]  # waits for the block
-        if transposed:  # the block holds columns s:e of the Gram
-            result[..., :, s:e] = np.swapaxes(values, -1, -2)
-        else:  # symmetric: rows s:e against s: (the upper triangle; `_mirror` fills the rest)
-            result[..., s:e, s if symmetric else 0:] = values
-        del part, values
-        release_pages(result, s, e)
-        _release_freed_memory()
+        with phase("program"):
+            values = np.asarray(part)[..., : e - s, :width]  # waits for the block
+        with phase("assemble"):
+            if transposed:  # the block holds columns s:e of the Gram
+                result[..., :, s:e] = np.swapaxes(values, -1, -2)
+            else:  # symmetric: rows s:e against s: (the upper triangle; `_mirror` the rest)
+                result[..., s:e, s if symmetric else 0:] = values
+            del part, values
+            release_pages(result, s, e)
+            _release_freed_memory()
 
     def job(b: int, s: int, e: int) -> Callable[[], None]:
-        return lambda: place(b, s, e)
+        def run() -> None:
+            with phase("other"):  # what the phases inside leave: the block's Python glue
+                place(b, s, e)
+        return run
 
     if spans:  # the first block is about as large as any (as many tree pairs): its buffer
         # size, fixed before the threads start, serves them all, so the compiled programs do
@@ -269,8 +275,9 @@ def compute_gram(
         barrier("jkern.compute_gram: matrix complete")
         release_pages(result)  # pages mapped before the mirror are read again from the file
     elif symmetric:
-        for one in (result,) if batch is None else result:
-            _mirror(one)
+        with phase("assemble"):
+            for one in (result,) if batch is None else result:
+                _mirror(one)
     return result if out is not None else _as_jax(result)
 
 
@@ -430,8 +437,11 @@ def compute_diag(engine: GramEngine, params: Params, idx: np.ndarray, *,
     def job(k: int) -> Callable[[], None]:
         def run() -> None:
             part = parts[k]
-            result[..., offsets[k]:offsets[k + 1]] = np.asarray(
-                engine.diag_block(part, params, None, memory))[..., : len(part)]
+            with engine.seconds.phase("other"):
+                values = engine.diag_block(part, params, None, memory)
+                with engine.seconds.phase("program"):  # waits for the block
+                    values = np.asarray(values)
+                result[..., offsets[k]:offsets[k + 1]] = values[..., : len(part)]
         return run
 
     _run_blocks([job(k) for k in range(len(parts))], threads, False)

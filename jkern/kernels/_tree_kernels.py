@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from ._base import ROW_CHUNK, AbstractKernel, check_options, resolve_dtype
 from ._engine import Counts, MatchPlan, Params
 from ._prepared import PreparedTrees, reusable
 from ._schedule import release_pages
+from ._timing import report as seconds_report
 from ._traced import OVERFLOW
 
 
@@ -83,9 +85,12 @@ class AbstractTreeKernel(AbstractKernel):
     thread), `devices` (JAX devices to spread the row blocks over), `processes` (True: in a
     `jax.distributed` job every process computes a share of the row blocks and gets the
     whole matrix; "shared": each writes its rows into `out`, one file they all mapped),
-    `stats` (a dict that receives the work counters and `programs`, the XLA programs built
-    during the call), `out` (a float NumPy array or `np.memmap` the Gram matrix is written
-    into, block by block, and returned: memory stays at the output plus one block's working
+    `stats` (a dict that receives the work counters, `programs`, the XLA programs built
+    during the call, and its thread-seconds: `host_seconds`, by phase `forest_seconds`,
+    `pairs_seconds`..., apart from `program_seconds` in compiled programs, `_timing.py`;
+    the call's `seconds` and the process's `cpu_seconds` over it),
+    `out` (a float NumPy array or `np.memmap` the Gram matrix is written into, block by
+    block, and returned: memory stays at the output plus one block's working
     set per thread), `max_memory` (bytes or a size such as "8G": the Gram matrix held in
     memory and each block's working set must fit it, checked before the work, else a
     `MemoryBudgetError`; default the environment variable `JKERN_MAX_MEMORY`, else half the
@@ -114,8 +119,9 @@ class AbstractTreeKernel(AbstractKernel):
     def gram(self, x1, x2=None, *, dtype=None, progress=False, block_size=None, threads=2,
              devices=None, processes=False, stats=None, out=None, max_memory=None):
         before = int(program_stats()["programs"])
+        start, start_cpu = time.perf_counter(), time.process_time()
         prepared, rows, cols = self._prepared(x1, x2, dtype)
-        counted = dataclasses.replace(prepared.counts)
+        counted = _counted(prepared, start, start_cpu)
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
                            threads=threads, devices=devices, processes=processes, out=out,
                            max_memory=max_memory)
@@ -127,8 +133,9 @@ class AbstractTreeKernel(AbstractKernel):
         """The block and both sides' self-kernels on one prepared forest (one set of
         compiled programs; the self-kernels compute only the node pairs within a tree)."""
         before = int(program_stats()["programs"])
+        start, start_cpu = time.perf_counter(), time.process_time()
         prepared, rows, cols = self._prepared(x1, x2, dtype)
-        counted = dataclasses.replace(prepared.counts)
+        counted = _counted(prepared, start, start_cpu)
         assert cols is not None
         g = prepared.block(rows, cols, block_size=block_size, progress=progress,
                            threads=threads, devices=devices, processes=processes, out=out,
@@ -170,19 +177,32 @@ class AbstractTreeKernel(AbstractKernel):
         return prepared, rows, None if x2 is None else np.arange(len(trees1), prepared.n_trees)
 
 
+def _counted(prepared: PreparedTrees, start: float, start_cpu: float
+             ) -> tuple[Counts, dict[str, float], float, float]:
+    """The collection's work counters and seconds so far (`_report` subtracts them), and
+    when the call started (wall, process CPU); the collection's set-up counts as this
+    call's (seconds from zero) when the call made it."""
+    seconds = {} if prepared.started >= start else prepared.engine.seconds.snapshot()
+    return dataclasses.replace(prepared.counts), seconds, start, start_cpu
+
+
 def _report(prepared: PreparedTrees, stats: dict | None, programs_before: int,
-            counts_before: Counts) -> None:
+            counted: tuple[Counts, dict[str, float], float, float]) -> None:
     """The work counters of a computation (the prepared collection's, less what it had
-    counted before) into the caller's `stats` dict."""
+    counted before), where its seconds went (`_timing.report`: host phases, compiled
+    programs), and its wall and process CPU seconds (`seconds`, `cpu_seconds`) into the
+    caller's `stats` dict."""
     if stats is None:
         return
-    c, b = prepared.counts, counts_before
+    c, (b, seconds, start, start_cpu) = prepared.counts, counted
     stats.update(trees=prepared.n_trees, total_nodes=prepared.total_nodes,
                  forest_nodes=prepared.forest_nodes,
                  delta_entries=c.delta_entries - b.delta_entries,
                  constant_entries=c.constant_entries - b.constant_entries,
                  node_pairs=c.node_pairs - b.node_pairs, blocks=c.blocks - b.blocks,
-                 programs=program_stats()["programs"] - programs_before)
+                 programs=program_stats()["programs"] - programs_before,
+                 **seconds_report(prepared.engine.seconds.snapshot(), seconds),
+                 seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - start_cpu)
 
 
 def _internal_production_keys(forest: Forest, with_leaves: bool) -> tuple[np.ndarray, int]:
