@@ -166,21 +166,28 @@ def test_processes_option_checked(tmp_path):
                           np.asarray((base + base).gram(trees, dtype="float64", block_size=2)))
 
 
-# Two processes of one `jax.distributed` job (`processes=`): each computes its share of the
-# row blocks, and both must return the Gram matrix one process computes, bit for bit.
-WORKER = textwrap.dedent(
+# The start of every worker that `run_two_processes` runs: its arguments (process id, the
+# coordinator's port, the output folder, the tests folder) and `jax.distributed`'s set-up.
+WORKER_PREAMBLE = textwrap.dedent(
     """
-    import json, random, sys
+    import json, sys
     from pathlib import Path
     import jax
     jax.config.update("jax_enable_x64", True)
     process_id, port, out_dir = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2,
                                process_id=process_id, initialization_timeout=60)
+    sys.path.insert(0, sys.argv[4])
+    """
+)
+
+# Two processes of one `jax.distributed` job (`processes=`): each computes its share of the
+# row blocks, and both must return the Gram matrix one process computes, bit for bit.
+WORKER = WORKER_PREAMBLE + textwrap.dedent(
+    """
     import numpy as np
     import jkern
     from jkern.kernels import _processes
-    sys.path.insert(0, sys.argv[4])
     from test_devices import process_kernels, small_trees
 
     trees = small_trees()

@@ -16,21 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_devices import run_two_processes, small_trees
+from test_devices import WORKER_PREAMBLE, run_two_processes, small_trees
 
-WORKER = textwrap.dedent(
+WORKER = WORKER_PREAMBLE + textwrap.dedent(
     """
-    import json, sys
-    from pathlib import Path
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    process_id, port, out_dir = int(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2,
-                               process_id=process_id, initialization_timeout=60)
     import numpy as np
     import jkern
     from jkern.errors import InputError
-    sys.path.insert(0, sys.argv[4])
     from test_processes_nystrom import compute, kernel_and_data
 
     kernel, train, test, _ = kernel_and_data()

@@ -584,10 +584,9 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
             p.record, kept, p.block, rare)
         del kept  # (the ids are the largest array of a fit)
         state, ms, upds = out[:3]
-        keys, w = _model_weights(common, seen, state.w)
-        if rare is not None:
-            rkeys, rw = rare_conjunctions(idx, np.asarray(out[3]), F, N, p.degree)
-            keys, w = _merge_keys(keys, w, rkeys, jnp.asarray(rw, w.dtype))
+        more = (None if rare is None
+                else rare_conjunctions(idx, np.asarray(out[3]), F, N, p.degree))
+        keys, w = _model_weights(common, seen, state.w, more)
     w = w.astype(p.dtype) / SCALE if p.exact else w
     code = jnp.where(jnp.all(jnp.isfinite(w)), RESULTS.successful, RESULTS.nonfinite)
     model = ConjunctionModel(w, keys, degree=1 if linear else p.degree, linear=linear,
@@ -595,36 +594,37 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
     return _Run(model, ms, upds, code, stats={} if linear else {"n_common": N})
 
 
-def _model_weights(common: CommonPart, seen: np.ndarray, w: Array) -> tuple[np.ndarray, Array]:
+def _model_weights(common: CommonPart, seen: np.ndarray, w: Array,
+                   rare: tuple[np.ndarray, Array] | None = None) -> tuple[np.ndarray, Array]:
     """(sorted keys, weights and the sink's 0 last) of the conjunction model from a fit's
-    weights in `common`'s layout: the dense conjunctions that occur in the training rows
-    (`seen`), keyed, merged with the table's (traceable in the weights: one grid of C, one
-    key set)."""
+    weights in `common`'s layout: the table's conjunctions, the dense ones that occur in the
+    training rows (`seen`), and `rare`'s (keys, weights) from `_rare.rare_conjunctions`, when
+    given. The three key sets are disjoint; traceable in the weights (one grid of C, one key
+    set)."""
     table = np.asarray(common.keys, np.int64)
     first = int(np.searchsorted(table, 0))  # an empty table's one key is -1
     table = table[first:]
     dense = np.flatnonzero(seen)
-    dkeys = (dense_keys(common.n_dense, common.degree, common.n_common + 1)[dense]
-             if common.n_dense else np.zeros(0, np.int64))
-    # both sorted and disjoint: the dense keys go in at their places (no sort of the whole)
-    at = np.searchsorted(table, dkeys)
-    keys = np.insert(table, at, dkeys)
-    ids = np.insert(np.arange(common.offset + first, common.size, dtype=np.int32), at,
-                    dense.astype(np.int32))
-    return keys, jnp.concatenate([w[jnp.asarray(ids)], jnp.zeros((1,), w.dtype)])
-
-
-def _merge_keys(keys: np.ndarray, w: Array, more: np.ndarray, more_w: Array
-                ) -> tuple[np.ndarray, Array]:
-    """Two disjoint sorted key sets and their weights (`w` ends in the sink's 0) as one."""
-    at = np.searchsorted(keys, more)
-    merged = np.insert(keys, at, more)
-    where = at + np.arange(len(more))  # the new keys' places in the merged order
-    old = np.ones(len(merged), bool)
-    old[where] = False
-    out = jnp.zeros((len(merged) + 1,), w.dtype)
-    out = out.at[jnp.asarray(np.flatnonzero(old))].set(w[:-1]).at[jnp.asarray(where)].set(more_w)
-    return merged, out
+    more = [dense_keys(common.n_dense, common.degree, common.n_common + 1)[dense]
+            if common.n_dense else np.zeros(0, np.int64)]
+    more_w = [w[jnp.asarray(dense.astype(np.int32))]]
+    if rare is not None:
+        more.append(np.asarray(rare[0], np.int64))
+        more_w.append(jnp.asarray(rare[1], w.dtype))
+    extra = np.concatenate(more)
+    order = np.argsort(extra, kind="stable")
+    extra = extra[order]
+    # the table is sorted: the others go in at their places (no sort of the whole)
+    at = np.searchsorted(table, extra)
+    keys = np.insert(table, at, extra)
+    where = at + np.arange(len(extra))  # the inserted keys' places in the merged order
+    kept = np.ones(len(keys), bool)
+    kept[where] = False
+    out = jnp.zeros((len(keys) + 1,), w.dtype)
+    out = out.at[jnp.asarray(np.flatnonzero(kept))].set(
+        w[common.offset + first:common.size]).at[jnp.asarray(where)].set(
+        jnp.concatenate(more_w)[jnp.asarray(order)])
+    return keys, out
 
 
 _LEARNERS = {"kernel": _fit_kernel, "block": _fit_kernel, "splitting": _fit_split,

@@ -14,7 +14,7 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]
 from _common import pa_dataset
 from jkern.pa import frequency_order
 from jkern.pa._explicit import ExplicitPA
-from jkern.pa._fit import _model_weights, _run_conjunctions, _stream, visit_orders, _merge_keys
+from jkern.pa._fit import _model_weights, _run_conjunctions, _stream, visit_orders
 from jkern.pa._slice import CHUNK_VISITS, dense_seen, kept_ids
 from jkern.pa._split import common_part
 from jkern.pa._table import dense_features
@@ -51,8 +51,6 @@ for again in range(2):
     out = _run_conjunctions(learner, common, state, idx_j, sq, y, jnp.asarray(visits), jnp.asarray(mask), False, kept, 32, rare)
     print("updates", int(np.asarray(out[2]).sum()))
     mark("epochs" + (" again" if again else " (+compile)"), since)
-keys, w = _model_weights(common, seen, out[0].w)
-if rare is not None:
-    rk, rw = rare_conjunctions(idx, np.asarray(out[3]), F, N, deg)
-    keys, w = _merge_keys(keys, w, rk, jnp.asarray(rw, w.dtype))
+more = None if rare is None else rare_conjunctions(idx, np.asarray(out[3]), F, N, deg)
+keys, w = _model_weights(common, seen, out[0].w, more)
 mark(f"model {len(keys):,} keys", since)
