@@ -595,7 +595,7 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
 
 
 def _model_weights(common: CommonPart, seen: np.ndarray, w: Array,
-                   rare: tuple[np.ndarray, Array] | None = None) -> tuple[np.ndarray, Array]:
+                   rare: tuple[np.ndarray, Any] | None = None) -> tuple[np.ndarray, Array]:
     """(sorted keys, weights and the sink's 0 last) of the conjunction model from a fit's
     weights in `common`'s layout: the table's conjunctions, the dense ones that occur in the
     training rows (`seen`), and `rare`'s (keys, weights) from `_rare.rare_conjunctions`, when
