@@ -30,8 +30,14 @@ from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._validate import finite_model
 from ..errors import InputError
-from ._explicit import _base, _conjunction_keys
-from ._table import CommonPart, table_margins
+from ._explicit import _base, _conjunction_keys, largest_feature
+from ._table import (
+    CommonPart,
+    dense_features,
+    dense_keys,
+    n_conjunctions,
+    table_margins,
+)
 
 
 class ExpandedModel(eqx.Module):
@@ -41,9 +47,11 @@ class ExpandedModel(eqx.Module):
     Attributes:
         rank: `[n_features]` the model's id of each input feature (most frequent among the
             support vectors first), `n_model` for features no support vector holds.
-        weights: `[D + 1]` w_U of the table's conjunctions, then 0 (conjunctions not in it).
-        table: the sorted keys and how to search a row's conjunctions (`CommonPart`, base
-            `n_model + 1`).
+        weights: `[table.size + 1]` w_U of the dense conjunctions (those of the
+            `table.n_dense` most frequent features, at arithmetic ids), of the table's, then 0
+            (conjunctions not in the model).
+        table: the sorted keys of the other conjunctions and how to find a row's
+            conjunctions (`CommonPart`, base `n_model + 1`).
         n_features: the training matrix's columns (static; other features are ignored).
         ids: the feature id of each column (the training matrix's `SparseRows.ids`; None:
             column j is id j), static: new rows are mapped onto the columns by id.
@@ -148,8 +156,15 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     all_w = np.concatenate(weight_parts) if weight_parts else np.zeros(1)
     keys, inv = np.unique(all_keys, return_inverse=True)
     w = np.bincount(inv, weights=all_w, minlength=len(keys))
-    table = CommonPart.of(keys, N, width, degree)
+    # the conjunctions of the most frequent features have their weights at arithmetic ids
+    # (no search: one read where a table lookup takes several), the others a table
+    n_dense = dense_features(N, degree)
+    dense = largest_feature(keys, base) < n_dense
+    weights = np.zeros(n_conjunctions(n_dense, degree) if n_dense else 0)
+    weights[np.searchsorted(dense_keys(n_dense, degree, base), keys[dense])] = w[dense]
+    rest = ~dense
+    table = CommonPart.of(keys[rest], N, width, degree, n_dense=n_dense)
+    weights = np.concatenate([weights, w[rest] if rest.any() else [0.0], [0.0]])
     dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32  # pyright: ignore
     return ExpandedModel(jnp.asarray(np.minimum(rank, N), jnp.int32),
-                         jnp.asarray(np.concatenate([w, [0.0]]), dtype), table, n_features,
-                         ids)
+                         jnp.asarray(weights, dtype), table, n_features, ids)

@@ -64,6 +64,8 @@ class CommonPart(eqx.Module):
         degree: d (static).
         shift: hashed: the bits of the bucket number; else the bits below it (static).
         probes: binary-search steps that find a key in its bucket (static).
+        window: the most keys a hashed bucket holds (static; 0: 2^probes - 1, files saved
+            before it).
         hashed_keys: `[D]` the keys ordered by (bucket, key), or None (high-bit buckets).
         hashed_pos: `[D]` the position in `keys` of each of `hashed_keys`.
         n_dense: (static) the conjunctions of the `n_dense` most frequent features (ids
@@ -87,6 +89,7 @@ class CommonPart(eqx.Module):
     hashed_pos: Int[Array, " D"] | None = None
     n_dense: int = eqx.field(static=True, default=0)
     below: int = eqx.field(static=True, default=0)
+    window: int = eqx.field(static=True, default=0)
 
     @property
     def offset(self) -> int:
@@ -134,31 +137,45 @@ class CommonPart(eqx.Module):
         bucket.sort()
         order = (bucket & 0xFFFFFFFF).astype(np.int32)
         del bucket
-        probes = int(np.diff(start).max(initial=0)).bit_length()
+        largest = int(np.diff(start).max(initial=0))
         return CommonPart(self.keys, self.n_common, self.width, self.degree,
-                          jnp.asarray(start), bits, probes,
+                          jnp.asarray(start), bits, largest.bit_length(),
                           jnp.asarray(keys[order], self.keys.dtype), jnp.asarray(order),
-                          self.n_dense, self.below)
+                          self.n_dense, self.below, max(1, largest))
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
         return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
                           self.shift, self.probes, self.hashed_keys, self.hashed_pos,
-                          self.n_dense, self.below)
+                          self.n_dense, self.below, self.window)
 
     def find(self, key: Array) -> Array:
         """The position of each key in the table (of some other key where absent:
         compare)."""
+        return self.locate(key)[0]
+
+    def locate(self, key: Array) -> tuple[Array, Array | None]:
+        """(the position of each key in the table, of some other key where absent; whether
+        it is there, or None where only a comparison with `keys` tells)."""
         D = self.keys.shape[0]
         if self.bucket_start is None:
-            return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1)
-        n_buckets = self.bucket_start.shape[0] - 1
+            return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1), None
         if self.hashed_keys is not None:
-            table = self.hashed_keys
-            b = _bucket_of(key, self.shift)
-        else:
-            table = self.keys
-            b = jnp.clip(key >> self.shift, 0, n_buckets - 1)  # beyond the table: absent
+            # a hashed bucket holds a few keys: compare the key with a window of the bucket's
+            # size read at once from where its bucket starts (keys are unique, so a match
+            # past the bucket's end cannot happen) instead of a binary search's dependent
+            # probes
+            window = min(D, self.window or (1 << self.probes) - 1)
+            start = jnp.minimum(self.bucket_start[_bucket_of(key, self.shift)], D - window)
+            flat_start, flat_key = start.reshape(-1), key.reshape(-1)
+            got = jax.vmap(lambda s: jax.lax.dynamic_slice(self.hashed_keys, (s,), (window,))
+                           )(flat_start)
+            hit = got == flat_key[:, None]
+            at = (flat_start + jnp.argmax(hit, axis=1)).reshape(key.shape)
+            return self.hashed_pos[at], jnp.any(hit, axis=1).reshape(key.shape)
+        n_buckets = self.bucket_start.shape[0] - 1
+        table = self.keys  # buckets of the keys' high bits (tables saved before the hash)
+        b = jnp.clip(key >> self.shift, 0, n_buckets - 1)  # beyond the table: absent
         lo, hi = self.bucket_start[b], self.bucket_start[b + 1]
         for _ in range(self.probes):  # lower bound of key in table[lo:hi]
             mid = (lo + hi) >> 1
@@ -166,32 +183,36 @@ class CommonPart(eqx.Module):
             open_ = lo < hi
             lo = jnp.where(open_ & below, mid + 1, lo)
             hi = jnp.where(open_ & ~below, mid, hi)
-        lo = jnp.minimum(lo, D - 1)
-        return lo if self.hashed_pos is None else self.hashed_pos[lo]
+        return jnp.minimum(lo, D - 1), None
 
     def keys_of(self, indices: Int[Array, "*batch k"]) -> tuple[Array, Array, Array]:
         """x's conjunctions over its first `width` positions (∅ first, then by size over the
         static position combinations): (their keys, whether all their features are common,
-        their dense ids where all are among the `n_dense` first, else -1)."""
+        their dense ids where all are among the `n_dense` first, else -1). Rows ascending
+        (absent positions last, as ids ≥ `n_common`)."""
         base = self.n_common + 1
         f = indices[..., :self.width]
+        kdt = self.keys.dtype
+        # every term is a function of one position: computed once per position, then read
+        # per combination (a combination's key, dense id and checks are sums and reads of
+        # its positions' terms; no per-combination multiplication or division)
         common = f < (self.below or self.n_common)
+        d_ok = f < self.n_dense
+        small = jnp.minimum(f, self.n_dense)  # no overflow where not dense
+        digit = f.astype(kdt) + 1
         zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
-        keys, oks = [zero.astype(self.keys.dtype)], [zero == 0]  # ∅
+        keys, oks = [zero.astype(kdt)], [zero == 0]  # ∅
         dense = [zero if self.n_dense else zero - 1]
         for j, combo in enumerate(combinations(self.width, self.degree), 1):
             if combo.size == 0:
                 break
-            fs = f[..., combo]  # [..., nc, j], ascending
-            oks.append(jnp.all(common[..., combo], axis=-1))
-            wide = fs.astype(self.keys.dtype)
-            digits = jnp.stack([(wide[..., i] + 1) * base ** i for i in range(j)])
-            keys.append(jnp.sum(digits, axis=0, dtype=self.keys.dtype))
-            d_ok = fs[..., -1] < self.n_dense  # ascending: the last is the largest
-            small = jnp.minimum(fs, self.n_dense)  # no overflow where not dense
+            last = combo[:, -1]  # ascending: the last position holds the largest feature
+            keys.append(sum(digit[..., combo[:, i]] * kdt.type(base ** i) if i else
+                            digit[..., combo[:, 0]] for i in range(j)))
+            oks.append(common[..., last])
             at = _dense_offset(self.n_dense, j) + sum(
-                _comb(small[..., i], i + 1) for i in range(j))
-            dense.append(jnp.where(d_ok, at, -1).astype(jnp.int32))
+                _comb(small, i + 1)[..., combo[:, i]] for i in range(j))
+            dense.append(jnp.where(d_ok[..., last], at, -1).astype(jnp.int32))
         return (jnp.concatenate(keys, axis=-1), jnp.concatenate(oks, axis=-1),
                 jnp.concatenate(dense, axis=-1))
 
@@ -201,6 +222,9 @@ class CommonPart(eqx.Module):
         conjunctions that have no weight get the sink id `size`. A batch of rows is one
         vectorized search (done ahead of the sequential scan)."""
         key, ok, dense = self.keys_of(indices)
+        # keys that need no search (dense ids, padding, rare features) are searched as ∅:
+        # the same few cache lines every time, where a real key costs a miss per read
+        key = jnp.where(ok & (dense < 0), key, 0)
         # one search for all sizes, on keys computed once (not re-fused into every probe)
         pos = self.search(jax.lax.optimization_barrier(key), ok)
         return jnp.where(dense >= 0, dense, self.offset + pos).astype(jnp.int32)
@@ -208,8 +232,10 @@ class CommonPart(eqx.Module):
     def search(self, key: Array, ok: Array) -> Array:
         """The position of each key in the table where `ok`, else the sink D."""
         D = self.keys.shape[0]
-        pos = self.find(key)
-        return jnp.where(ok & (self.keys[pos] == key), pos, D).astype(jnp.int32)
+        pos, found = self.locate(key)
+        if found is None:
+            found = self.keys[pos] == key
+        return jnp.where(ok & found, pos, D).astype(jnp.int32)
 
     def coefficients(self, ids: Int[Array, " K"], dtype: Any) -> Array:
         """c_|U| for each id from `ids` (0 for the sink)."""
@@ -303,7 +329,6 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
     `[blocks, B, k]` column ids and nonzero flags): the columns are mapped to the table's
     features by `rank` (`table.n_common` for none), sorted and searched."""
     N = table.n_common
-    D = table.keys.shape[0]
 
     def one(args):
         i, p = args
@@ -312,6 +337,6 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
         r = jnp.sort(r, axis=1)  # in-model features first (ranks < N), most frequent first
         ids = table.ids(r)
         coef = table.coefficients(ids, weights.dtype)
-        return jnp.sum(coef * weights[jnp.minimum(ids, D)], axis=1)
+        return jnp.sum(coef * weights[jnp.minimum(ids, table.size)], axis=1)
 
     return jax.lax.map(one, (idx, present))
