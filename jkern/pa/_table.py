@@ -160,7 +160,8 @@ class CommonPart(eqx.Module):
         D = self.keys.shape[0]
         if self.bucket_start is None:
             return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1), None
-        if self.hashed_keys is not None:
+        hashed, hashed_pos = self.hashed_keys, self.hashed_pos
+        if hashed is not None and hashed_pos is not None:
             # a hashed bucket holds a few keys: compare the key with a window of the bucket's
             # size read at once from where its bucket starts (keys are unique, so a match
             # past the bucket's end cannot happen) instead of a binary search's dependent
@@ -168,11 +169,11 @@ class CommonPart(eqx.Module):
             window = min(D, self.window or (1 << self.probes) - 1)
             start = jnp.minimum(self.bucket_start[_bucket_of(key, self.shift)], D - window)
             flat_start, flat_key = start.reshape(-1), key.reshape(-1)
-            got = jax.vmap(lambda s: jax.lax.dynamic_slice(self.hashed_keys, (s,), (window,))
+            got = jax.vmap(lambda s: jax.lax.dynamic_slice(hashed, (s,), (window,))
                            )(flat_start)
             hit = got == flat_key[:, None]
             at = (flat_start + jnp.argmax(hit, axis=1)).reshape(key.shape)
-            return self.hashed_pos[at], jnp.any(hit, axis=1).reshape(key.shape)
+            return hashed_pos[at], jnp.any(hit, axis=1).reshape(key.shape)
         n_buckets = self.bucket_start.shape[0] - 1
         table = self.keys  # buckets of the keys' high bits (tables saved before the hash)
         b = jnp.clip(key >> self.shift, 0, n_buckets - 1)  # beyond the table: absent
@@ -207,8 +208,10 @@ class CommonPart(eqx.Module):
             if combo.size == 0:
                 break
             last = combo[:, -1]  # ascending: the last position holds the largest feature
-            keys.append(sum(digit[..., combo[:, i]] * kdt.type(base ** i) if i else
-                            digit[..., combo[:, 0]] for i in range(j)))
+            key = digit[..., combo[:, 0]]
+            for i in range(1, j):
+                key = key + digit[..., combo[:, i]] * kdt.type(base ** i)
+            keys.append(key)
             oks.append(common[..., last])
             at = _dense_offset(self.n_dense, j) + sum(
                 _comb(small, i + 1)[..., combo[:, i]] for i in range(j))
