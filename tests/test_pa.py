@@ -27,6 +27,8 @@ from jkern.pa import (
     unique_rows,
 )
 from jkern.pa._kernel import CHUNK
+from jkern.pa._pke import expand_support_vectors
+from jkern.pa._table import DENSE_IDS
 from jkern.trees import TreeParseError
 
 EPOCHS = 3
@@ -252,11 +254,22 @@ def test_capacity_overflow_is_an_error_never_a_truncation():
     assert grid.result.tolist() == [RESULTS.capacity_exceeded]
 
 
+@pytest.mark.parametrize("dense_ids", [0, 12, DENSE_IDS])
 @pytest.mark.parametrize("degree", [1, 2, 3])
-def test_expanded_model_is_the_kernel_expansion(degree, tmp_path):
+def test_expanded_model_is_the_kernel_expansion(degree, dense_ids, tmp_path):
     X, y = _random_binary(9, n=60)
     model = fit(X, y, degree=degree, epochs=EPOCHS, mode="block", key=None).model
-    fast = model.expanded()
+    # the conjunctions of the most frequent features at arithmetic ids, the rest in the
+    # table: none (0), some (12 ids), all (every feature of this small set)
+    fast = expand_support_vectors(np.asarray(model.indices), np.asarray(model.values),
+                                  np.asarray(model.alpha), degree, model.n_features,
+                                  dense_ids=dense_ids)
+    n_dense = fast.table.n_dense
+    assert (n_dense == 0) if dense_ids == 0 else (0 < n_dense <= fast.n_model)
+    assert (n_dense < fast.n_model) if dense_ids == 12 else True
+    if dense_ids == DENSE_IDS:
+        assert n_dense == fast.n_model
+        fast = model.expanded()
     # test rows: narrower than the model's widest (the enumeration pads them), one empty,
     # one with features no support vector holds and ids the model never saw
     T = SparseRows.from_rows([{0: 1, 2: 1}, {}, {1: 1, 3: 1, 5: 1, 30: 1}, {23: 1, 31: 1},

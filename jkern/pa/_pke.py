@@ -32,6 +32,7 @@ from .._validate import finite_model
 from ..errors import InputError
 from ._explicit import _base, _conjunction_keys, largest_feature
 from ._table import (
+    DENSE_IDS,
     CommonPart,
     dense_features,
     dense_keys,
@@ -119,9 +120,11 @@ class ExpandedModel(eqx.Module):
 
 def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.ndarray,
                            degree: int, n_features: int, *, chunk: int = 1 << 22,
-                           ids: FeatureIds | None = None) -> ExpandedModel:
+                           ids: FeatureIds | None = None,
+                           dense_ids: int = DENSE_IDS) -> ExpandedModel:
     """The `ExpandedModel` of support vectors `indices`/`values` (binary) with weights
-    `alpha` (host arrays; `chunk`: conjunction keys enumerated at a time)."""
+    `alpha` (host arrays; `chunk`: conjunction keys enumerated at a time; `dense_ids`: the
+    most weights at arithmetic ids, `_table.dense_features`)."""
     indices, values = np.asarray(indices), np.asarray(values)
     alpha = np.asarray(alpha, np.float64)
     if not np.all((values == 0) | (values == 1)):
@@ -158,10 +161,12 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     w = np.bincount(inv, weights=all_w, minlength=len(keys))
     # the conjunctions of the most frequent features have their weights at arithmetic ids
     # (no search: one read where a table lookup takes several), the others a table
-    n_dense = dense_features(N, degree)
-    dense = largest_feature(keys, base) < n_dense
+    n_dense = dense_features(N, degree, dense_ids)
+    # (no dense ids at all: ∅ is in the table too)
+    dense = (largest_feature(keys, base) < n_dense) & (n_dense > 0)
     weights = np.zeros(n_conjunctions(n_dense, degree) if n_dense else 0)
-    weights[np.searchsorted(dense_keys(n_dense, degree, base), keys[dense])] = w[dense]
+    if n_dense:
+        weights[np.searchsorted(dense_keys(n_dense, degree, base), keys[dense])] = w[dense]
     rest = ~dense
     table = CommonPart.of(keys[rest], N, width, degree, n_dense=n_dense)
     weights = np.concatenate([weights, w[rest] if rest.any() else [0.0], [0.0]])
