@@ -605,3 +605,28 @@ def pa_dataset(name: str, data_dir: str | Path, cache_dir: str | Path | None, *,
             ex = SparseExamples(ex.features.rows(np.arange(limit)), ex.labels[:limit])
         out.append(ex)
     return out[0], out[1]
+
+
+# the synthetic distant-supervision instance: features, features per mention, relations
+DS_FEATURES, DS_PER_ROW, DS_RELATIONS = 1000, 20, 10
+
+
+def ds_instance(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """The synthetic distant-supervision instance of N mentions (`bench_ds.py`'s docstring;
+    `device_bench.py` too) as plain arrays."""
+    rng = np.random.default_rng(seed)
+    p = max(1, n // 3)
+    mention_pair = np.concatenate([np.arange(p), rng.integers(0, p, n - p)])
+    relations = np.zeros((p, DS_RELATIONS), bool)
+    positive = rng.random(p) < 0.3
+    first = rng.integers(0, DS_RELATIONS, p)
+    relations[positive, first[positive]] = True
+    second = positive & (rng.random(p) < 0.1)
+    relations[second, rng.integers(0, DS_RELATIONS, p)[second]] = True
+    signal = rng.choice(DS_FEATURES, (DS_RELATIONS, 15), replace=False)
+    cols = rng.integers(0, DS_FEATURES, (n, DS_PER_ROW))
+    held = relations[mention_pair]
+    for i in np.flatnonzero(held.any(axis=1)):
+        r = rng.choice(np.flatnonzero(held[i]))
+        cols[i, : DS_PER_ROW // 3] = rng.choice(signal[r], DS_PER_ROW // 3)
+    return {"mention_pair": mention_pair, "relations": relations, "cols": cols}

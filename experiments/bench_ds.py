@@ -36,38 +36,25 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import parse_args, parser, pyplot, run_measured, write_result
+from _common import (
+    DS_FEATURES,
+    DS_PER_ROW,
+    DS_RELATIONS,
+    ds_instance,
+    parse_args,
+    parser,
+    pyplot,
+    run_measured,
+    write_result,
+)
 
 SOLVERS = ("jkern", "jkern-hybrid", "jkern-bcd", "cvxpy-clarabel", "cvxpy-scs")
-FEATURES, PER_ROW, RELATIONS = 1000, 20, 10
-
-
-def make_instance(n: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """The synthetic instance of N mentions (see the module docstring) as plain arrays."""
-    rng = np.random.default_rng(seed)
-    p = max(1, n // 3)
-    mention_pair = np.concatenate([np.arange(p), rng.integers(0, p, n - p)])
-    relations = np.zeros((p, RELATIONS), bool)
-    positive = rng.random(p) < 0.3
-    first = rng.integers(0, RELATIONS, p)
-    relations[positive, first[positive]] = True
-    second = positive & (rng.random(p) < 0.1)
-    relations[second, rng.integers(0, RELATIONS, p)[second]] = True
-    signal = rng.choice(FEATURES, (RELATIONS, 15), replace=False)
-    cols = rng.integers(0, FEATURES, (n, PER_ROW))
-    held = relations[mention_pair]
-    for i in np.flatnonzero(held.any(axis=1)):
-        r = rng.choice(np.flatnonzero(held[i]))
-        cols[i, : PER_ROW // 3] = rng.choice(signal[r], PER_ROW // 3)
-    return {"mention_pair": mention_pair, "relations": relations, "cols": cols}
-
-
 def worker(solver: str, path: str, tol: float, form: str, again: bool) -> None:
     """One measured process: loads the instance, solves it, prints one RESULT line."""
     data = np.load(path)
     n = len(data["mention_pair"])
-    rows = np.repeat(np.arange(n), PER_ROW)
-    vals = np.full(n * PER_ROW, 1.0 / np.sqrt(PER_ROW))
+    rows = np.repeat(np.arange(n), DS_PER_ROW)
+    vals = np.full(n * DS_PER_ROW, 1.0 / np.sqrt(DS_PER_ROW))
     out: dict = {}
     if solver.startswith("jkern"):
         import jax
@@ -77,7 +64,7 @@ def worker(solver: str, path: str, tol: float, form: str, again: bool) -> None:
         from jkern import ds
 
         t0 = time.perf_counter()
-        x = jkern.SparseRows.from_coo(rows, data["cols"].ravel(), vals, (n, FEATURES))
+        x = jkern.SparseRows.from_coo(rows, data["cols"].ravel(), vals, (n, DS_FEATURES))
         method = {"jkern": "fista", "jkern-hybrid": "hybrid", "jkern-bcd": "bcd"}[solver]
         max_iter = 1_000 if method == "hybrid" else 1_000_000  # cycles, or steps / sweeps
         sol = ds.fit(x, data["mention_pair"], data["relations"], lam=1.0, mu=1.0, tol=tol,
@@ -98,9 +85,9 @@ def worker(solver: str, path: str, tol: float, form: str, again: bool) -> None:
         import scipy.sparse as sp
 
         t0 = time.perf_counter()
-        x = sp.csr_matrix((vals, (rows, data["cols"].ravel())), shape=(n, FEATURES))
+        x = sp.csr_matrix((vals, (rows, data["cols"].ravel())), shape=(n, DS_FEATURES))
         mp, rel = data["mention_pair"], data["relations"]
-        p, c = rel.shape[0], RELATIONS + 1
+        p, c = rel.shape[0], DS_RELATIONS + 1
         incidence = sp.csr_matrix((np.ones(n), (mp, np.arange(n))), shape=(p, n))
         sign = np.zeros((p, c))
         sign[:, 1:] = np.where(rel, 1.0, -1.0)
@@ -109,7 +96,7 @@ def worker(solver: str, path: str, tol: float, form: str, again: bool) -> None:
         y = cp.Variable((n, c))
         xi = cp.Variable((p, c), nonneg=True)
         if form == "ridge":
-            w = cp.Variable((FEATURES, c))
+            w = cp.Variable((DS_FEATURES, c))
             objective = (cp.sum_squares(y - x @ w) + cp.sum_squares(w)) / 2 + cp.sum(xi)
         else:
             q = (x @ x.T).toarray() + np.eye(n)
@@ -152,7 +139,7 @@ def main(argv=None) -> int:
     rows = []
     for n in sizes:
         path = scratch / f"instance_{n}.npz"
-        np.savez(path, **make_instance(n))
+        np.savez(path, **ds_instance(n))
         by_solver = {}
         for solver in solvers:
             repeats = args.repeats if solver.startswith("jkern") else args.cvxpy_repeats
@@ -182,8 +169,8 @@ def main(argv=None) -> int:
                   f"{best['solver']}, wall x{best['wall_ratio']:.1f}, CPU x{best['cpu_ratio']:.1f}"
                   f", solve x{best['solve_s'] / by_solver['jkern']['solve_s']:.1f}", flush=True)
     out = write_result(args.out_dir, "bench_ds", rows, argv,
-                       settings={"features": FEATURES, "per_row": PER_ROW,
-                                 "relations": RELATIONS, "lam": 1.0, "mu": 1.0,
+                       settings={"features": DS_FEATURES, "per_row": DS_PER_ROW,
+                                 "relations": DS_RELATIONS, "lam": 1.0, "mu": 1.0,
                                  "tol": args.tol, "cvxpy_form": args.cvxpy_form,
                                  "timeout_s": args.timeout})
     plot(rows, out.with_suffix(".png"))

@@ -49,8 +49,18 @@ jax.config.update("jax_enable_x64", True)  # the float64 rows; every workload na
 import jax.numpy as jnp
 import jaxlib.version
 import numpy as np
-from _common import DROPOUTS, L2S, parse_args, parser, trec, tree_kernel, write_result
-from bench_ds import FEATURES, PER_ROW, make_instance
+from _common import (
+    DROPOUTS,
+    DS_FEATURES,
+    DS_PER_ROW,
+    L2S,
+    ds_instance,
+    parse_args,
+    parser,
+    trec,
+    tree_kernel,
+    write_result,
+)
 
 import jkern
 from jkern import ds, kda, pa
@@ -171,11 +181,11 @@ class Inputs:
     def ds_problem(self) -> dict[str, Any]:
         """bench_ds.py's synthetic instance of `--ds-mentions` mentions, features sparse."""
         n = self.args.ds_mentions
-        instance = make_instance(n)
-        x = jkern.SparseRows.from_coo(np.repeat(np.arange(n), PER_ROW),
+        instance = ds_instance(n)
+        x = jkern.SparseRows.from_coo(np.repeat(np.arange(n), DS_PER_ROW),
                                       instance["cols"].ravel(),
-                                      np.full(n * PER_ROW, 1.0 / np.sqrt(PER_ROW)),
-                                      (n, FEATURES))
+                                      np.full(n * DS_PER_ROW, 1.0 / np.sqrt(DS_PER_ROW)),
+                                      (n, DS_FEATURES))
         return {"x": x, "mention_pair": instance["mention_pair"],
                 "relations": instance["relations"]}
 
@@ -260,7 +270,7 @@ def ds_workload(inputs: Inputs, method: str) -> Workload:
                       method=method, max_iter=DS_MAX_ITER[method], dtype="float64", key=None)
 
     return Workload(solve, "float64",
-                    {"mentions": inputs.args.ds_mentions, "features": FEATURES,
+                    {"mentions": inputs.args.ds_mentions, "features": DS_FEATURES,
                      "tol": DS_TOL},
                     lambda sol: {"primal": float(sol.stats["primal"]),
                                  "gap": float(sol.stats["gap"]),
