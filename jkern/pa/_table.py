@@ -64,8 +64,6 @@ class CommonPart(eqx.Module):
         degree: d (static).
         shift: hashed: the bits of the bucket number; else the bits below it (static).
         probes: binary-search steps that find a key in its bucket (static).
-        window: the most keys a hashed bucket holds (static; 0: 2^probes - 1, files saved
-            before it).
         hashed_keys: `[D]` the keys ordered by (bucket, key), or None (high-bit buckets).
         hashed_pos: `[D]` the position in `keys` of each of `hashed_keys`.
         n_dense: (static) the conjunctions of the `n_dense` most frequent features (ids
@@ -89,7 +87,6 @@ class CommonPart(eqx.Module):
     hashed_pos: Int[Array, " D"] | None = None
     n_dense: int = eqx.field(static=True, default=0)
     below: int = eqx.field(static=True, default=0)
-    window: int = eqx.field(static=True, default=0)
 
     @property
     def offset(self) -> int:
@@ -137,46 +134,31 @@ class CommonPart(eqx.Module):
         bucket.sort()
         order = (bucket & 0xFFFFFFFF).astype(np.int32)
         del bucket
-        largest = int(np.diff(start).max(initial=0))
+        probes = int(np.diff(start).max(initial=0)).bit_length()
         return CommonPart(self.keys, self.n_common, self.width, self.degree,
-                          jnp.asarray(start), bits, largest.bit_length(),
+                          jnp.asarray(start), bits, probes,
                           jnp.asarray(keys[order], self.keys.dtype), jnp.asarray(order),
-                          self.n_dense, self.below, max(1, largest))
+                          self.n_dense, self.below)
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
         return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
                           self.shift, self.probes, self.hashed_keys, self.hashed_pos,
-                          self.n_dense, self.below, self.window)
+                          self.n_dense, self.below)
 
     def find(self, key: Array) -> Array:
         """The position of each key in the table (of some other key where absent:
         compare)."""
-        return self.locate(key)[0]
-
-    def locate(self, key: Array) -> tuple[Array, Array | None]:
-        """(the position of each key in the table, of some other key where absent; whether
-        it is there, or None where only a comparison with `keys` tells)."""
         D = self.keys.shape[0]
         if self.bucket_start is None:
-            return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1), None
-        hashed, hashed_pos = self.hashed_keys, self.hashed_pos
-        if hashed is not None and hashed_pos is not None:
-            # a hashed bucket holds a few keys: compare the key with a window of the bucket's
-            # size read at once from where its bucket starts (keys are unique, so a match
-            # past the bucket's end cannot happen) instead of a binary search's dependent
-            # probes
-            window = min(D, self.window or (1 << self.probes) - 1)
-            start = jnp.minimum(self.bucket_start[_bucket_of(key, self.shift)], D - window)
-            flat_start, flat_key = start.reshape(-1), key.reshape(-1)
-            got = jax.vmap(lambda s: jax.lax.dynamic_slice(hashed, (s,), (window,))
-                           )(flat_start)
-            hit = got == flat_key[:, None]
-            at = (flat_start + jnp.argmax(hit, axis=1)).reshape(key.shape)
-            return hashed_pos[at], jnp.any(hit, axis=1).reshape(key.shape)
+            return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1)
         n_buckets = self.bucket_start.shape[0] - 1
-        table = self.keys  # buckets of the keys' high bits (tables saved before the hash)
-        b = jnp.clip(key >> self.shift, 0, n_buckets - 1)  # beyond the table: absent
+        if self.hashed_keys is not None:
+            table = self.hashed_keys
+            b = _bucket_of(key, self.shift)
+        else:
+            table = self.keys
+            b = jnp.clip(key >> self.shift, 0, n_buckets - 1)  # beyond the table: absent
         lo, hi = self.bucket_start[b], self.bucket_start[b + 1]
         for _ in range(self.probes):  # lower bound of key in table[lo:hi]
             mid = (lo + hi) >> 1
@@ -184,7 +166,8 @@ class CommonPart(eqx.Module):
             open_ = lo < hi
             lo = jnp.where(open_ & below, mid + 1, lo)
             hi = jnp.where(open_ & ~below, mid, hi)
-        return jnp.minimum(lo, D - 1), None
+        lo = jnp.minimum(lo, D - 1)
+        return lo if self.hashed_pos is None else self.hashed_pos[lo]
 
     def keys_of(self, indices: Int[Array, "*batch k"]) -> tuple[Array, Array, Array]:
         """x's conjunctions over its first `width` positions (∅ first, then by size over the
@@ -235,10 +218,8 @@ class CommonPart(eqx.Module):
     def search(self, key: Array, ok: Array) -> Array:
         """The position of each key in the table where `ok`, else the sink D."""
         D = self.keys.shape[0]
-        pos, found = self.locate(key)
-        if found is None:
-            found = self.keys[pos] == key
-        return jnp.where(ok & found, pos, D).astype(jnp.int32)
+        pos = self.find(key)
+        return jnp.where(ok & (self.keys[pos] == key), pos, D).astype(jnp.int32)
 
     def coefficients(self, ids: Int[Array, " K"], dtype: Any) -> Array:
         """c_|U| for each id from `ids` (0 for the sink)."""
