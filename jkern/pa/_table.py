@@ -183,6 +183,7 @@ class CommonPart(eqx.Module):
         common = f < (self.below or self.n_common)
         d_ok = f < self.n_dense
         small = jnp.minimum(f, self.n_dense)  # no overflow where not dense
+        ranks = [_comb(small, i + 1) for i in range(self.degree)]  # C(f, i + 1) at place i
         digit = f.astype(kdt) + 1
         zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
         keys, oks = [zero.astype(kdt)], [zero == 0]  # ∅
@@ -197,7 +198,7 @@ class CommonPart(eqx.Module):
             keys.append(key)
             oks.append(common[..., last])
             at = _dense_offset(self.n_dense, j) + sum(
-                _comb(small, i + 1)[..., combo[:, i]] for i in range(j))
+                ranks[i][..., combo[:, i]] for i in range(j))
             dense.append(jnp.where(d_ok[..., last], at, -1).astype(jnp.int32))
         return (jnp.concatenate(keys, axis=-1), jnp.concatenate(oks, axis=-1),
                 jnp.concatenate(dense, axis=-1))
