@@ -11,7 +11,8 @@ Per data set (`conj2`, `ud`, `boundary`; see `pa_poly.py`) and degree, in fresh 
 - jkern (`pa_poly.py --worker`, the same data in memory): linear, pure kernel, block,
   splitting, slicing and explicit; the fit's own seconds (compilation included, from a
   persistent cache after the first run) and the process's figures (Python, JAX and
-  loading the data included);
+  loading the data included); with --jkern-cpus N each jkern process runs on N CPUs
+  (`jkern.limit_cpus`, which `jkern pa train --cpus` calls);
 - pecco (`--pecco PATH`): the split model opal saves, classified with PKE (`-t 1`); its
   `classify` time per example beside jkern's `ExpandedModel`'s.
 
@@ -92,7 +93,8 @@ def run_jkern(args, poly: str, cache: Path, dataset: str, mode: str, degree: int
     spec = {"dataset": dataset, "model": mode, "degree": degree, "data_dir": args.data_dir,
             "cache_dir": str(cache), "C": args.C, "epochs": args.epochs, "block": 32,
             "svm_C": 1.0, "max_train": args.max_train, "max_test": args.max_test,
-            "classify_timing": classify_timing, "pure_timing": False}
+            "classify_timing": classify_timing, "pure_timing": False,
+            "cpus": args.jkern_cpus or None}
     return run_measured([sys.executable, poly, "--worker", json.dumps(spec)], args.timeout)
 
 
@@ -145,6 +147,10 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=10, help="passes over the training data")
     ap.add_argument("--max-train", type=int, default=None, help="first training rows kept")
     ap.add_argument("--max-test", type=int, default=None, help="first test rows kept")
+    ap.add_argument("--jkern-cpus", type=int, default=0,
+                    help="run each jkern process on this many CPUs (`jkern.limit_cpus`, as "
+                         "`jkern pa train --cpus`); 0 (default): all it may use. opal and "
+                         "pecco use one")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument("--cache-dir", default=None,
                     help="data files for opal and the parsed UD task (default "

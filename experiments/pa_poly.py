@@ -69,7 +69,12 @@ def _rss_mb() -> float:
 
 def worker(spec: dict) -> dict:
     """One model on one data set (run in its own process): the row's figures, and the
-    updates and test margins written to `spec["trace"]` (for `same_model`)."""
+    updates and test margins written to `spec["trace"]` (for `same_model`); `spec["cpus"]`:
+    run on that many CPUs (`jkern.limit_cpus`, before JAX starts)."""
+    if spec.get("cpus"):
+        from jkern import limit_cpus
+
+        limit_cpus(int(spec["cpus"]))
     import jax
 
     jax.config.update("jax_enable_x64", True)

@@ -16,6 +16,7 @@ from . import svm as svm
 from . import trees as trees
 from ._cache import disable_compilation_cache as disable_compilation_cache
 from ._cache import enable_compilation_cache as enable_compilation_cache
+from ._cpus import limit_cpus as limit_cpus
 from ._io import load as load
 from ._io import save as save
 from ._kernel_names import KERNEL_MEANINGS as KERNEL_MEANINGS

@@ -37,6 +37,23 @@ FILE_HELP = ("LIBSVM / SVM-light lines 'label idx:val ...' (label +1 or -1, ids 
              "after '#' a comment), or SVM-Light-TK lines (the vector after |ET|)")
 
 
+def add_cpus_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cpus", type=positive_int, default=None, metavar="N",
+                   help="run on N of the CPUs this process may use (`jkern.limit_cpus`; "
+                        "XLA's thread pool follows). PA-I's epochs are a chain of small "
+                        "steps that more threads only slow: 1 takes the least CPU time "
+                        "(docs/pa.md) (default: all)")
+
+
+def _limit_cpus(args: argparse.Namespace) -> None:
+    """--cpus, before JAX starts (a bad value is the library's input error, exit 2)."""
+    if args.cpus is not None:
+        from jkern._cpus import limit_cpus
+
+        with input_errors():
+            limit_cpus(args.cpus)
+
+
 def configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", parser_class=type(p))
     sub.required = True
@@ -92,6 +109,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                             "support vectors' conjunctions (pecco's PKE; the same decision "
                             "values, classified without the support-vector sum; binary "
                             "features) (default off: the support vectors)")
+    add_cpus_argument(train)
     add_quiet_argument(train)
     add_encoding_argument(train)
     train.set_defaults(_action=run_train)
@@ -107,6 +125,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     predict.add_argument("--out", "-o", default=None, metavar="FILE.tsv",
                          help="one decision value per line, in file order (positive: +1; "
                               "svm_classify's output) (default: stdout)")
+    add_cpus_argument(predict)
     add_quiet_argument(predict, "no summary line (with the accuracy) on stderr (default off)")
     add_encoding_argument(predict)
     predict.set_defaults(_action=run_predict)
@@ -132,6 +151,7 @@ def _read(path: str, dtype: str, encoding: str) -> Any:
 def run_train(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     out = check_output_path(args.out, (".npz",), inputs=(args.data,))
+    _limit_cpus(args)
     setup_jax(args.dtype)
     import jax
 
@@ -181,6 +201,7 @@ def run_predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.out is not None:
         check_output_path(args.out, (".tsv",), inputs=(args.model, args.data))
+    _limit_cpus(args)
     setup_jax("float64")  # the file's arrays load at their saved precision
     import jkern
     from jkern.io import write_atomic

@@ -39,10 +39,10 @@ from jaxtyping import Array, Bool, Float, Int
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique
-from .._validate import finite_model
+from .._validate import finite_model, is_traced
 from ..errors import InputError
 from ._kernel import decide, kernel_int
-from ._table import CommonPart, conjunction_coefficients, table_margins
+from ._table import conjunction_coefficients, dense_layout, table_margins
 
 
 def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int,
@@ -281,8 +281,12 @@ class ConjunctionModel(eqx.Module):
         B = max(1, min(block, m))
         idx = np.pad(np.where(known, idx, F), ((0, -m % B), (0, max(0, width - idx.shape[1]))),
                      constant_values=F).reshape(-1, B, max(width, idx.shape[1]))
-        table = CommonPart.of(np.asarray(self.keys).astype(np.int64), F, width, self.degree)
-        out = table_margins(jnp.arange(F), self.weights, table, F, jnp.asarray(idx, jnp.int32),
+        # the conjunctions of the lowest ids (the most frequent features where X was
+        # renumbered by `frequency_order`, as for opal) are read at arithmetic ids, unsearched
+        table, src = dense_layout(np.asarray(self.keys), F, width, self.degree)
+        weights = (jnp.take(self.weights, jnp.asarray(src)) if is_traced(self.weights)
+                   else jnp.asarray(np.asarray(self.weights)[src]))  # (no gather program)
+        out = table_margins(jnp.arange(F), weights, table, F, jnp.asarray(idx, jnp.int32),
                             jnp.asarray(idx < F))
         return out.reshape(-1)[:m]
 

@@ -30,15 +30,8 @@ from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._validate import finite_model
 from ..errors import InputError
-from ._explicit import _base, _conjunction_keys, largest_feature
-from ._table import (
-    DENSE_IDS,
-    CommonPart,
-    dense_features,
-    dense_keys,
-    n_conjunctions,
-    table_margins,
-)
+from ._explicit import _base, _conjunction_keys
+from ._table import DENSE_IDS, CommonPart, dense_layout, table_margins
 
 
 class ExpandedModel(eqx.Module):
@@ -161,15 +154,8 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     w = np.bincount(inv, weights=all_w, minlength=len(keys))
     # the conjunctions of the most frequent features have their weights at arithmetic ids
     # (no search: one read where a table lookup takes several), the others a table
-    n_dense = dense_features(N, degree, dense_ids)
-    # (no dense ids at all: ∅ is in the table too)
-    dense = (largest_feature(keys, base) < n_dense) & (n_dense > 0)
-    weights = np.zeros(n_conjunctions(n_dense, degree) if n_dense else 0)
-    if n_dense:
-        weights[np.searchsorted(dense_keys(n_dense, degree, base), keys[dense])] = w[dense]
-    rest = ~dense
-    table = CommonPart.of(keys[rest], N, width, degree, n_dense=n_dense)
-    weights = np.concatenate([weights, w[rest] if rest.any() else [0.0], [0.0]])
+    table, src = dense_layout(keys, N, width, degree, dense_ids)
+    weights = np.append(w, 0.0)[src]
     dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32  # pyright: ignore
     return ExpandedModel(jnp.asarray(np.minimum(rank, N), jnp.int32),
                          jnp.asarray(weights, dtype), table, n_features, ids)

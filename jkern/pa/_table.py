@@ -246,6 +246,41 @@ def dense_features(n_common: int, degree: int, budget: int = DENSE_IDS) -> int:
     return lo
 
 
+def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
+                 budget: int = DENSE_IDS) -> tuple[CommonPart, np.ndarray]:
+    """How a model whose conjunctions have the sorted host `keys` (base `n_common + 1`) is
+    searched: the conjunctions of its `dense_features(n_common, degree, budget)` most
+    frequent features (ids below it) at their arithmetic ids, the others in a bucketed
+    table searched over `width` positions. Returns (the table, `src`): the model's weights
+    `w` (`[D + 1]`, the last 0) laid out as the table's ids are `w[src]` (`[size + 1]`,
+    dense ids the model lacks and the sink reading the 0)."""
+    keys = np.asarray(keys, np.int64)
+    D = len(keys)
+    n_dense = dense_features(n_common, degree, budget)
+    base = n_common + 1
+    # a conjunction of j features has its largest one (f + 1) in digit j - 1: the keys of
+    # the dense ones of each size form one run of the sorted keys (∅ = 0 included)
+    dense = np.zeros(D, bool)
+    runs = []
+    for j in range(degree + 1 if n_dense else 0):
+        lo = base ** (j - 1) if j else 0
+        hi = min((n_dense + 1) * base ** (j - 1) if j else 1, np.iinfo(np.int64).max)
+        run = slice(int(np.searchsorted(keys, lo)), int(np.searchsorted(keys, hi)))
+        dense[run] = True
+        runs.append((j, run))
+    table = CommonPart.of(keys[~dense], n_common, width, degree, n_dense=n_dense)
+    offset = table.offset
+    src = np.full(table.size + 1, D, np.int32)
+    for j, run in runs:  # a dense id from the key's digits: Σ_i C(f_i, i + 1) past its size's
+        at = np.full(run.stop - run.start, _dense_offset(n_dense, j) if j else 0, np.int64)
+        for i in range(j):
+            at += _comb(keys[run] // base ** i % base - 1, i + 1)
+        src[at] = np.arange(run.start, run.stop, dtype=np.int32)
+    rest = np.flatnonzero(~dense)
+    src[offset:offset + len(rest)] = rest  # (an empty table's one key reads the 0)
+    return table, src
+
+
 def _dense_offset(n: int, size: int) -> int:
     """Where the conjunctions of `size` features start in the dense ids."""
     return n_conjunctions(n, size - 1)
