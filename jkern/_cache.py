@@ -71,7 +71,7 @@ def trusted_dir(path: str | os.PathLike, *, create: bool = True,
             _trust.make_private_dir(where)
         why = _trust.untrusted_dir_reason(where)
         if why is None and entries:
-            why = _trust.untrusted_entries(where)
+            why = _trust.checked_entries(where)
     except OSError as err:
         why = f"{where} cannot be used ({err.strerror or err})"
     if why is not None:

@@ -252,3 +252,67 @@ def test_a_cache_file_of_another_kind_is_used_only_if_trusted(tmp_path):
     with pytest.warns(CacheWarning, match="not a regular file"):
         assert not trusted_file(link)
     assert not trusted_file(folder / "absent.npz")
+
+
+def _count_walks(monkeypatch) -> list[int]:
+    walks = [0]
+    walk = _trust._walk
+
+    def counted(path):
+        walks[0] += 1
+        return walk(path)
+
+    monkeypatch.setattr(_trust, "_walk", counted)
+    return walks
+
+
+def test_a_stamp_spares_the_walk_until_the_folder_changes(tmp_path, monkeypatch):
+    """A closed folder whose entries were all checked is stamped; the next check reads the
+    stamp instead of every entry, and any entry added, removed or renamed (the folder's
+    ctime), or a chmod of the folder, means a full check again."""
+    walks = _count_walks(monkeypatch)
+    folder = tmp_path / "xla"
+    (folder / "sub").mkdir(mode=0o700, parents=True)
+    folder.chmod(0o700)
+    (folder / "sub" / "entry").write_bytes(b"x")
+    assert _trust.checked_entries(folder) is None and walks[0] == 1
+    assert (folder / _trust.STAMP).is_file()
+    assert _trust.checked_entries(folder) is None and walks[0] == 1  # the stamp matched
+    (folder / "new").write_bytes(b"y")  # an entry added: the folder's ctime moved
+    assert _trust.checked_entries(folder) is None and walks[0] == 2
+    assert _trust.checked_entries(folder) is None and walks[0] == 2
+    (folder / "sub" / "deeper").write_bytes(b"z")  # in a subfolder: its ctime is recorded too
+    assert _trust.checked_entries(folder) is None and walks[0] == 3
+    folder.chmod(0o711)  # not closed to others: every check walks, and no stamp is read
+    assert _trust.checked_entries(folder) is None and walks[0] == 4
+    assert _trust.checked_entries(folder) is None and walks[0] == 5
+    folder.chmod(0o700)
+    assert _trust.checked_entries(folder) is None and walks[0] == 6
+    # a stamp others could write is not read (and not rewritten): every check walks
+    (folder / _trust.STAMP).chmod(0o666)
+    assert _trust.checked_entries(folder) is None and walks[0] == 7
+    assert _trust.checked_entries(folder) is None and walks[0] == 8
+    # a damaged stamp is no stamp
+    (folder / _trust.STAMP).chmod(0o600)
+    (folder / _trust.STAMP).write_bytes(b"[[1, 2")
+    assert _trust.checked_entries(folder) is None and walks[0] == 9
+    assert _trust.checked_entries(folder) is None and walks[0] == 9
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to give an entry to another user")
+def test_an_entry_planted_after_the_stamp_is_found(tmp_path):
+    """Planting needs the folder open for a while: the entry (and the chmods) move the
+    folder's ctime, so the stamp no longer matches and the full check finds the entry."""
+    folder = tmp_path / "xla"
+    folder.mkdir(mode=0o700)
+    (folder / "entry").write_bytes(b"x")
+    assert _trust.checked_entries(folder) is None
+    folder.chmod(0o777)
+    (folder / "planted").write_bytes(b"evil")
+    os.chown(folder / "planted", 65534, 65534)
+    folder.chmod(0o700)
+    assert "belongs to another user" in (_trust.checked_entries(folder) or "")
+    # a stamp that is not ours is never read; the walk names it
+    (folder / "planted").unlink()
+    os.chown(folder / _trust.STAMP, 65534, 65534)
+    assert "belongs to another user" in (_trust.checked_entries(folder) or "")
