@@ -45,6 +45,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+if __name__ == "__main__" and "--worker" in sys.argv[1:-1]:
+    # a worker's CPU limit comes before anything starts JAX (`_common` makes a kernel)
+    _cpus = json.loads(sys.argv[sys.argv.index("--worker") + 1]).get("cpus")
+    if _cpus:
+        from jkern import limit_cpus
+
+        limit_cpus(int(_cpus))
+
 from _common import (
     PA_DATASETS,
     pa_dataset,
@@ -70,11 +79,7 @@ def _rss_mb() -> float:
 def worker(spec: dict) -> dict:
     """One model on one data set (run in its own process): the row's figures, and the
     updates and test margins written to `spec["trace"]` (for `same_model`); `spec["cpus"]`:
-    run on that many CPUs (`jkern.limit_cpus`, before JAX starts)."""
-    if spec.get("cpus"):
-        from jkern import limit_cpus
-
-        limit_cpus(int(spec["cpus"]))
+    run on that many CPUs (`jkern.limit_cpus`, set by `main` before JAX starts)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
