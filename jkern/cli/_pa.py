@@ -48,10 +48,10 @@ def add_cpus_argument(p: argparse.ArgumentParser) -> None:
 def _limit_cpus(args: argparse.Namespace) -> None:
     """--cpus, before JAX starts (a bad value is the library's input error, exit 2)."""
     if args.cpus is not None:
-        from jkern._cpus import limit_cpus
+        import jkern
 
         with input_errors():
-            limit_cpus(args.cpus)
+            jkern.limit_cpus(args.cpus)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
