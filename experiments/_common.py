@@ -33,6 +33,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _pa_data import PA_DATASETS as PA_DATASETS  # PA-I's data sets (light, for its workers)
+from _pa_data import pa_dataset as pa_dataset
 
 import jkern
 from jkern._cache import enable_compilation_cache
@@ -549,62 +551,6 @@ def run_measured(cmd: list[str], timeout: float, *, env: dict | None = None
             print(f"  failed (status {status}): {errors[-2000:]}", flush=True)
         return figures, None
     return figures, json.loads(lines[-1][len("RESULT "):])
-
-
-# --------------------------------------------------------------------------- PA-I (issue 21)
-
-PA_DATASETS = ("ud", "conj2", "conj3", "boundary")
-
-
-def pa_dataset(name: str, data_dir: str | Path, cache_dir: str | Path | None, *,
-               max_train: int | None = None, max_test: int | None = None,
-               n_train: int = 50_000, n_test: int = 10_000, seed: int = 0):
-    """(train, test) `jkern.pa.SparseExamples` of a PA-I data set, in the file's ids:
-
-    - `ud`: UD English EWT attachment, window 5, dev as train, test as test
-      (`jkern.data.load_ud_attachment`; cached as `.npz` in `cache_dir`);
-    - `conj2` / `conj3`: `jkern.pa.conjunctive_concepts` of degree 2 / 3 (`n_train`,
-      `n_test`, key `seed`);
-    - `boundary`: `srl/boundary_5000.dat`, the first 4,000 lines as train, the last 1,000 as
-      test.
-
-    `max_train` / `max_test` keep the first rows (a stream's prefix)."""
-    from jkern.data import load_ud_attachment
-    from jkern.pa import SparseExamples, conjunctive_concepts, read_sparse
-
-    if name == "ud":
-        path = None if cache_dir is None else Path(cache_dir) / "ud_attachment_w5.npz"
-        if path is not None and path.is_file():
-            z = np.load(path)
-            sets = [SparseExamples(jkern.SparseRows(jnp.asarray(z[f"{s}_idx"]),
-                                                    jnp.asarray(z[f"{s}_val"]),
-                                                    int(z["n_features"])), z[f"{s}_y"])
-                    for s in ("train", "test")]
-        else:
-            data = load_ud_attachment(data_dir)
-            sets = [data.train.examples, data.test.examples]
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.savez(path, n_features=sets[0].features.n_features,
-                         **{f"{s}_{part}": np.asarray(a) for s, e in zip(("train", "test"), sets)
-                            for part, a in (("idx", e.features.indices),
-                                            ("val", e.features.values), ("y", e.labels))})
-    elif name in ("conj2", "conj3"):
-        sets = list(conjunctive_concepts(n_train, n_test, key=seed, degree=int(name[-1])))
-    elif name == "boundary":
-        data = read_sparse(Path(data_dir) / "srl" / "boundary_5000.dat")
-        sets = [data.features.rows(np.arange(4000)), data.features.rows(np.arange(4000, len(
-            data.labels)))]
-        sets = [SparseExamples(sets[0], data.labels[:4000]),
-                SparseExamples(sets[1], data.labels[4000:])]
-    else:
-        raise ValueError(f"unknown data set {name!r}; one of {PA_DATASETS}")
-    out = []
-    for ex, limit in zip(sets, (max_train, max_test)):
-        if limit is not None and limit < len(ex.labels):
-            ex = SparseExamples(ex.features.rows(np.arange(limit)), ex.labels[:limit])
-        out.append(ex)
-    return out[0], out[1]
 
 
 # the synthetic distant-supervision instance: features, features per mention, relations

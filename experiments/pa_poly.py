@@ -39,24 +39,20 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 if __name__ == "__main__" and "--worker" in sys.argv[1:-1]:
-    # a worker's CPU limit comes before anything starts JAX (`_common` makes a kernel)
-    _cpus = json.loads(sys.argv[sys.argv.index("--worker") + 1]).get("cpus")
-    if _cpus:
-        from jkern import limit_cpus
+    # a worker imports what a user's PA-I script would, and limits its CPUs before JAX
+    # starts (`_common` would load every experiment's helpers and build a kernel)
+    from _pa_worker import run_worker
 
-        limit_cpus(int(_cpus))
+    raise SystemExit(run_worker(sys.argv[sys.argv.index("--worker") + 1]))
 
 from _common import (
     PA_DATASETS,
-    pa_dataset,
     parse_args,
     parser,
     plot_bars,
@@ -64,119 +60,9 @@ from _common import (
     run_measured,
     write_result,
 )
+from _pa_worker import run_worker
 
 MODELS = ("pure", "block", "splitting", "slicing", "explicit", "linear", "svm")
-MODE_OF = {"pure": "kernel", "block": "block", "splitting": "splitting", "slicing": "slicing",
-           "explicit": "explicit", "linear": "linear"}
-KERNEL_MODELS = ("pure", "block", "splitting", "slicing")
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
-
-
-def worker(spec: dict) -> dict:
-    """One model on one data set (run in its own process): the row's figures, and the
-    updates and test margins written to `spec["trace"]` (for `same_model`); `spec["cpus"]`:
-    run on that many CPUs (`jkern.limit_cpus`, set by `main` before JAX starts)."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
-
-    from jkern.pa import fit, frequency_order
-
-    train, test = pa_dataset(spec["dataset"], spec["data_dir"], spec["cache_dir"],
-                             max_train=spec.get("max_train"), max_test=spec.get("max_test"),
-                             n_train=spec.get("n_train", 50_000),
-                             n_test=spec.get("n_test", 10_000))
-    order = frequency_order(train.features)  # opal's renumbering
-    Xtr, _ = order.apply(train.features)
-    Xte, _ = order.apply(test.features)
-    Xtr, Xte = Xtr.astype(jnp.float64), Xte.astype(jnp.float64)
-    model_name, degree = spec["model"], spec["degree"]
-    before = _rss_mb()
-    t0, c0 = time.perf_counter(), time.process_time()
-    row: dict = {}
-    if model_name == "svm":
-        margins, row = _svm(Xtr, train.labels, Xte, degree, spec["svm_C"])
-        updated = None
-    else:
-        sol = fit(Xtr, train.labels, degree=degree, C=spec["C"], epochs=spec["epochs"],
-                  mode=MODE_OF[model_name], n_common=spec.get("n_common"),
-                  block_size=spec["block"], throw=True, key=None)
-        jax.block_until_ready(sol.model)
-        updated = np.asarray(sol.stats["updated"])
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if model_name != "svm":
-        row.update(updates=int(updated.sum()), support_vectors=int(sol.stats["support_vectors"]))
-        if "n_common" in sol.stats:
-            row["n_common"] = int(sol.stats["n_common"])
-        if model_name in KERNEL_MODELS:
-            t1 = time.perf_counter()
-            expanded = sol.model.expanded()
-            row["expand_seconds"] = time.perf_counter() - t1
-            margins = np.asarray(expanded.decision_function(Xte))
-        if model_name in KERNEL_MODELS and spec.get("classify_timing", True):
-            row["classify_us"] = 1e6 * _median_seconds(
-                lambda: expanded.decision_function(Xte)) / len(test.labels)
-        if model_name in KERNEL_MODELS and spec.get("pure_timing", True):
-            head = Xte.rows(np.arange(min(2000, len(test.labels))))
-            pure = np.asarray(sol.model.decision_function(head))
-            row["classify_pure_us"] = 1e6 * _median_seconds(
-                lambda: sol.model.decision_function(head)) / len(head)
-            scale = max(1.0, float(np.abs(pure).max(initial=0)))
-            row["expansion_error"] = float(np.abs(pure - margins[:len(head)]).max(initial=0)
-                                           / scale)
-        if model_name not in KERNEL_MODELS:
-            margins = np.asarray(sol.model.decision_function(Xte))
-    accuracy = float(np.mean(np.where(margins >= 0, 1, -1) == np.asarray(test.labels)))
-    if spec.get("trace"):
-        np.savez(spec["trace"], margins=margins,
-                 **({} if updated is None else {"updated": np.packbits(updated)}))
-    row.update(seconds=seconds, cpu_seconds=cpu, peak_mb=peak, fit_mb=max(0.0, peak - before),
-               accuracy=accuracy, n_train=len(train.labels), n_test=len(test.labels))
-    return row
-
-
-def _median_seconds(call, repeats: int = 3) -> float:
-    import jax
-
-    jax.block_until_ready(call())
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(call())
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def _svm(Xtr, ytr, Xte, degree: int, C: float):
-    """DCD on the explicit degree-d map: feature U of x is sqrt(c_|U|) for each conjunction
-    U ⊆ x of the training conjunctions (so φ(s)·φ(x) = (1 + s·x)^d)."""
-    import jax
-    import jax.numpy as jnp
-
-    from jkern import SparseRows
-    from jkern.pa import conjunction_table, expand
-    from jkern.svm import dcd
-
-    keys = conjunction_table(Xtr, degree)
-    assert keys is not None
-
-    def feature_map(X):
-        e = expand(X, keys, degree=degree)
-        return SparseRows(e.ids, jnp.sqrt(e.margin_coef), len(keys) + 1)
-
-    sol = dcd(feature_map(Xtr), jnp.asarray(ytr, jnp.float64), C=C, loss="hinge", bias=None,
-              tol=0.1, max_iter=100, key=jax.random.key(0))
-    margins = np.asarray(sol.model.decision_function(feature_map(Xte)))
-    return margins, {"conjunctions": len(keys), "epochs_run": int(sol.stats["epochs"])
-                     if "epochs" in sol.stats else None}
-
-
 def _same(trace: Path, reference: Path | None) -> bool | None:
     if reference is None or not reference.is_file() or not trace.is_file():
         return None
@@ -283,8 +169,7 @@ def main(argv=None) -> int:
         "datasets": "boundary,conj2", "degrees": "2", "max_train": 2000, "max_test": 500,
         "epochs": 2, "n_sweep": "0,15", "size_sweep": "1000,2000"})
     if args.worker is not None:
-        print("RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
-        return 0
+        return run_worker(args.worker)
     import tempfile
 
     cache = Path(args.cache_dir or Path(tempfile.gettempdir()) / "jkern-pa-poly")
