@@ -56,6 +56,8 @@ from pathlib import Path
 
 from _common import parse_args, parser, pyplot, write_result
 
+from jkern.kernels._timing import HOST_PHASES
+
 # name: (source, kernel, block). block: "square", "cross" (first rows against the rest).
 WORKLOADS = {
     "trec-sst": ("trec", "sst", "square"),
@@ -217,7 +219,7 @@ def worker(name: str, trees_file: str, n_rows: int, threads: int, again: bool = 
     print("RESULT " + json.dumps(out), flush=True)
 
 
-PHASES = ("forest", "setup", "columns", "layout", "pairs", "contract", "assemble", "other")
+PHASES = HOST_PHASES  # the Gram's host phases, as `jkern.kernels._timing` names them
 PLAN_PHASES = PHASES[1:]
 
 
