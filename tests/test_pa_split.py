@@ -79,6 +79,20 @@ def test_every_feature_rare_or_common():
     assert int(sol.stats["walked"]) == 0
 
 
+@pytest.mark.parametrize("degree", [2, 3])
+def test_a_budget_too_small_for_one_common_feature(degree):
+    """opal's rule under a budget that holds not even one feature's conjunctions picks N = 0
+    with its table (∅ alone) already built: ∅ stays in the table (it once was dropped with
+    the dense conjunctions, though N = 0 has none, and the updates departed)."""
+    X, y = _random_binary(2)
+    ref = pa_reference(_rows(X), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
+    for mode in MODES:
+        sol = fit(X, y, degree=degree, epochs=EPOCHS, mode=mode, record=True,
+                  memory_budget=1, key=None)
+        assert sol.stats["n_common"] == 0
+        _check_same(sol, ref, atol=0)
+
+
 def test_float_arithmetic_and_textbook_step():
     X, y = _random_binary(4)
     rows = _rows(X)

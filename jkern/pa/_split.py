@@ -196,7 +196,7 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
         keys = np.zeros(0, np.int64)
     elif keys is None:
         keys, _ = distinct_keys(Xf, degree, _base(n_common, degree), limit, n_dense=n_dense)
-    else:
+    elif n_dense:  # the table leaves out the dense conjunctions (∅ among them)
         keys = keys[largest_feature(keys, n_common + 1) >= n_dense]
     assert keys is not None
     idx, val = np.asarray(Xf.indices), np.asarray(Xf.values)
