@@ -94,7 +94,8 @@ def test_qc_acl17_selection_ignores_the_test_set(shared_data: Path, tmp_path: Pa
     the test accuracies are not (the permutation took effect). Every row kind is there."""
     tiny = ["--smoke", "--data-dir", shared_data, "--sources", "shipped", "--max-train", 80,
             "--max-test", 30, "--landmarks", 20, "--samplings", 1, "--gammas", "1,3",
-            "--epochs", 5, "--learn-steps", 1, "--learn-batch", 12]
+            "--epochs", 5, "--learn-steps", 1, "--learn-batch", 12,
+            "--learned-sources", "shipped"]
     results = []
     for run, extra in (("plain", []), ("permuted", ["--permute-test-labels"])):
         out = tmp_path / run
