@@ -125,6 +125,7 @@ def test_every_module_imports_alone():
 # below. Every module must be on one: a new top-level module is placed here on purpose.
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("jkern", "jkern.errors", "jkern._version", "jkern._kernel_names", "jkern._trust",
+              "jkern._cpus",
               "jkern._cache", "jkern._programs", "jkern._startup", "jkern._executable_file",
               "jkern._executables", "jkern._validate", "jkern._solution", "jkern._sparse",
               "jkern._rows", "jkern._labels", "jkern._progress", "jkern._unique",
