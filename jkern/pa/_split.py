@@ -57,7 +57,7 @@ from ._explicit import (
     rebase,
 )
 from ._kernel import claim_slot, decide, kernel_int
-from ._table import CommonPart, dense_features
+from ._table import CommonPart, dense_features, dense_runs
 
 GROUP = 64  # index entries per chunk of the rare-feature walk
 TABLE_BYTES = 16  # one common conjunction: its int64 key and its weight
@@ -184,7 +184,7 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
                 keys: np.ndarray | None = None, n_dense: int | None = None,
                 below: int | None = None) -> CommonPart:
     """The `CommonPart` of frequency-ordered rows `Xf` for N = `n_common` (`keys`: its
-    whole table when already built): the conjunctions of the `n_dense` most frequent
+    whole table when already built, sorted): the conjunctions of the `n_dense` most frequent
     features (default `dense_features`) by arithmetic ids, the others in a table (a fit
     finds every example's ids once, `_slice.kept_ids`: only those are searched). `below`:
     only the conjunctions of features below it (explicit mode's rare split, `_rare`); the
@@ -196,8 +196,11 @@ def common_part(Xf: SparseRows, degree: int, n_common: int,
         keys = np.zeros(0, np.int64)
     elif keys is None:
         keys, _ = distinct_keys(Xf, degree, _base(n_common, degree), limit, n_dense=n_dense)
-    elif n_dense:  # the table leaves out the dense conjunctions (∅ among them)
-        keys = keys[largest_feature(keys, n_common + 1) >= n_dense]
+    else:  # the table leaves out the dense conjunctions (∅ among them, where any)
+        keep = np.ones(len(keys), bool)
+        for _, run in dense_runs(keys, n_dense, n_common + 1, degree):
+            keep[run] = False
+        keys = keys[keep]
     assert keys is not None
     idx, val = np.asarray(Xf.indices), np.asarray(Xf.values)
     width = int(np.sum((val != 0) & (idx < limit), axis=1).max(initial=0))

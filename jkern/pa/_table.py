@@ -246,6 +246,20 @@ def dense_features(n_common: int, degree: int, budget: int = DENSE_IDS) -> int:
     return lo
 
 
+def dense_runs(keys: np.ndarray, n_dense: int, base: int, degree: int
+               ) -> list[tuple[int, slice]]:
+    """(size j, run) of the sorted `keys` (in `base`) that are conjunctions of features below
+    `n_dense`, the ones with dense ids: a conjunction of j features has its largest one
+    (f + 1) in digit j - 1, so those of each size form one run (∅ = 0, size 0, included).
+    None when `n_dense` is 0: then every conjunction, ∅ too, is in the table."""
+    runs = []
+    for j in range(degree + 1 if n_dense else 0):
+        lo = base ** (j - 1) if j else 0
+        hi = min((n_dense + 1) * base ** (j - 1) if j else 1, np.iinfo(np.int64).max)
+        runs.append((j, slice(int(np.searchsorted(keys, lo)), int(np.searchsorted(keys, hi)))))
+    return runs
+
+
 def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
                  budget: int = DENSE_IDS) -> tuple[CommonPart, np.ndarray]:
     """How a model whose conjunctions have the sorted host `keys` (base `n_common + 1`) is
@@ -258,16 +272,10 @@ def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
     D = len(keys)
     n_dense = dense_features(n_common, degree, budget)
     base = n_common + 1
-    # a conjunction of j features has its largest one (f + 1) in digit j - 1: the keys of
-    # the dense ones of each size form one run of the sorted keys (∅ = 0 included)
+    runs = dense_runs(keys, n_dense, base, degree)
     dense = np.zeros(D, bool)
-    runs = []
-    for j in range(degree + 1 if n_dense else 0):
-        lo = base ** (j - 1) if j else 0
-        hi = min((n_dense + 1) * base ** (j - 1) if j else 1, np.iinfo(np.int64).max)
-        run = slice(int(np.searchsorted(keys, lo)), int(np.searchsorted(keys, hi)))
+    for _, run in runs:
         dense[run] = True
-        runs.append((j, run))
     table = CommonPart.of(keys[~dense], n_common, width, degree, n_dense=n_dense)
     offset = table.offset
     src = np.full(table.size + 1, D, np.int32)
