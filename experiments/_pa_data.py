@@ -68,14 +68,15 @@ def _read_sets(path: Path | None):
     """The (train, test) `SparseExamples` kept at `path` (arrays only), or None."""
     if path is None or not path.is_file():
         return None
-    import jax.numpy as jnp
+    import jax
 
     import jkern
     from jkern.pa import SparseExamples
 
+    # (device_put, not jnp.asarray: the latter compiles a copy program per shape)
     with np.load(path, allow_pickle=False) as z:
-        return [SparseExamples(jkern.SparseRows(jnp.asarray(z[f"{s}_idx"]),
-                                                jnp.asarray(z[f"{s}_val"]),
+        return [SparseExamples(jkern.SparseRows(jax.device_put(z[f"{s}_idx"]),
+                                                jax.device_put(z[f"{s}_val"]),
                                                 int(z["n_features"])), z[f"{s}_y"])
                 for s in ("train", "test")]
 

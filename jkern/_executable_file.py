@@ -141,7 +141,31 @@ def _tree(node: Any) -> Any:
         return {"list": [_tree(c) for c in node]}
     if type(node) is dict and all(type(k) is str for k in node):
         return {"dict": [[k, _tree(v)] for k, v in node.items()]}
-    raise Unusable("a result structure other than tuples, lists and dicts")
+    if _is_jkern_named_tuple(type(node)):
+        return {"named": f"{type(node).__module__}:{type(node).__qualname__}",
+                "items": [_tree(c) for c in node]}
+    raise Unusable("a result structure other than tuples, lists, dicts and jkern's "
+                   "named tuples")
+
+
+def _is_jkern_named_tuple(cls: Any) -> bool:
+    """A NamedTuple class of jkern's own (rebuilt by name: no code of the file's runs)."""
+    return (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
+            and (cls.__module__ == "jkern" or cls.__module__.startswith("jkern.")))
+
+
+def _named_tuple_class(name: str) -> Any:
+    """The jkern NamedTuple class `module:qualname`, looked up among modules already
+    imported (nothing is imported or run on the file's word)."""
+    import sys
+
+    module, _, qualname = str(name).partition(":")
+    cls: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part, None)
+    if cls is None or not _is_jkern_named_tuple(cls):
+        raise Unusable(f"unknown result type {name!r}")
+    return cls
 
 
 def _make_tree(d: Any) -> Any:
@@ -155,6 +179,12 @@ def _make_tree(d: Any) -> Any:
         return [_make_tree(c) for c in d["list"]]
     if "dict" in d:
         return {str(k): _make_tree(v) for k, v in d["dict"]}
+    if "named" in d:
+        cls = _named_tuple_class(d["named"])
+        items = [_make_tree(c) for c in d["items"]]
+        if len(items) != len(cls._fields):
+            raise Unusable(f"{d['named']} has {len(cls._fields)} fields")
+        return cls(*items)
     raise Unusable("unknown tree node")
 
 

@@ -195,7 +195,12 @@ class StoredProgram:
                     self._loaded[key] = compiled
         return compiled(*args, **kwargs)
 
-    def _load_or_compile(self, where: Path, key: tuple, args, kwargs, statics) -> Any:
+    def _load_or_compile(self, where: Path, key: tuple, args, kwargs, statics,
+                         fn: Callable[..., Any] | None = None, in_tree: Any = None) -> Any:
+        """`fn` (default: the wrapped function) compiled for `args`, `kwargs` (whose
+        structure is `in_tree`, default `key[0]`), or loaded from its file."""
+        fn = self._fn if fn is None else fn
+        in_tree = key[0] if in_tree is None else in_tree
         backend = jax.devices()[0]
         digest = hashlib.sha256(repr((
             self._fn.__module__, self._fn.__qualname__, key, jax.__version__,
@@ -211,7 +216,7 @@ class StoredProgram:
             # GPUs) a one-device program then expects one shard per device.
             by_id = {d.id: d for d in jax.local_devices()}
             try:
-                compiled = _file.decode(data, digest, key[0], by_id)
+                compiled = _file.decode(data, digest, in_tree, by_id)
             except _file.Unusable:  # damaged, or from another build: compiled again below
                 path.unlink(missing_ok=True)
             else:
@@ -226,12 +231,12 @@ class StoredProgram:
         # (A new jit object for the second try: JAX also memoizes compiles in memory.)
         name = f"{self._fn.__name__}_{_jkern_source_digest()[:16]}"
         for attempt in range(2):
-            program = jax.jit(_renamed(self._fn, name), static_argnames=self._static,
+            program = jax.jit(_renamed(fn, name), static_argnames=self._static,
                               donate_argnums=self._donate)
             hits = _cache_hits()
             compiled = program.lower(*args, **kwargs, **statics).compile()
             if _cache_hits() == hits:
-                _store(compiled, key[0], digest, where, path)
+                _store(compiled, in_tree, digest, where, path)
                 break
             if attempt == 0:
                 for entry in where.parent.glob(f"jit_{name}-*"):
@@ -262,6 +267,89 @@ def _store(compiled: Any, in_tree: Any, name: str, where: Path, path: Path) -> N
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+class _Unstorable(Exception):
+    """An argument the stored key cannot describe exactly (the call is the plain one)."""
+
+
+def _describe(x: Any) -> Any:
+    """An exact, process-independent description of what of `x` a `filter_jit`-style program
+    depends on: the shape, dtype and placement of its arrays, and the value of every other
+    leaf and of every static field of its equinox Modules. Raises `_Unstorable` for a value
+    whose repr could name two different things (an object that is not a plain number,
+    string, bool or None)."""
+    import dataclasses
+
+    import equinox as eqx
+
+    if isinstance(x, (jax.Array, np.ndarray, np.generic)):
+        return ("array",) + _leaf_signature(x)
+    if x is None or type(x) in (bool, int, float, str):
+        return (type(x).__name__, x)
+    if isinstance(x, eqx.Module):
+        return (type(x).__module__, type(x).__qualname__,
+                tuple((f.name, _describe(getattr(x, f.name))) for f in dataclasses.fields(x)))
+    if isinstance(x, (tuple, list)):
+        return (type(x).__module__, type(x).__qualname__, tuple(_describe(v) for v in x))
+    raise _Unstorable(type(x).__name__)
+
+
+def _is_input(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+class StoredFilterProgram(StoredProgram):
+    """`equinox.filter_jit(fn)`, with its executables kept on disk like `StoredProgram`'s:
+    the arrays anywhere in the (positional) arguments are the program's inputs, and every
+    other leaf and every equinox static field is part of the program and of its key
+    (`_describe`). Arguments it cannot describe exactly, traced ones, or the cache off:
+    the plain `filter_jit` call. `fn` must return arrays (or None) only."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__(fn)
+        self._plain = _cache.filter_jit(fn)
+
+    def __call__(self, *args: Any) -> Any:
+        _cache.ensure_default()
+        where = executables_dir()
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        if (where is None or jax.process_count() > 1
+                or any(is_traced(x) for x in leaves)):
+            return self._plain(*args)
+        try:
+            desc = _describe(args)
+        except _Unstorable:
+            return self._plain(*args)
+        key = (desc,
+               str(jax.config.jax_default_device),  # pyright: ignore[reportAttributeAccessIssue]
+               jax.config.jax_enable_x64)  # pyright: ignore[reportAttributeAccessIssue]
+        inputs = [x for x in leaves if _is_input(x)]
+        compiled = self._loaded.get(key)
+        if compiled is None:
+            with self._lock:
+                building = self._building.setdefault(key, threading.Lock())
+            with building:
+                compiled = self._loaded.get(key)
+                if compiled is None:
+                    fixed = [None if _is_input(x) else x for x in leaves]
+                    wrapped = self._fn
+
+                    def program(*arrays):
+                        it = iter(arrays)
+                        full = [next(it) if v is None else v for v in fixed]
+                        return wrapped(*jax.tree_util.tree_unflatten(tree, full))
+
+                    in_tree = jax.tree_util.tree_structure((tuple(inputs), {}))
+                    compiled = self._load_or_compile(where, key, tuple(inputs), {}, {},
+                                                     fn=program, in_tree=in_tree)
+                    self._loaded[key] = compiled
+        return compiled(*inputs)
+
+
+def stored_filter_jit(fn: Callable[..., Any]) -> StoredFilterProgram:
+    """Decorator form of `StoredFilterProgram`."""
+    return StoredFilterProgram(fn)
 
 
 def stored_program(*, static_argnames: Sequence[str] = (), donate_argnums: Sequence[int] = ()

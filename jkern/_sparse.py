@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._validate import float_dtype
+from ._validate import float_dtype, to_device
 from .errors import InputError
 
 INT32_MAX = 2**31 - 1  # column indices are int32 inside
@@ -195,7 +195,7 @@ class SparseRows(eqx.Module):
         val = np.zeros((n, width), dt)
         idx[r, slot] = c
         val[r, slot] = summed
-        return cls(jnp.asarray(idx), jnp.asarray(val), d, ids)
+        return cls(to_device(idx), to_device(val), d, ids)
 
     @classmethod
     def from_rows(cls, rows: Sequence[Mapping[int, float] | Iterable[tuple[int, float]]], *,
@@ -265,7 +265,7 @@ class SparseRows(eqx.Module):
         if self.ids is None and used[-1] == len(used) - 1:  # ids 0..k-1: fewer columns
             return SparseRows(self.indices, self.values, len(used))
         new = np.where(present, np.searchsorted(used, idx), 0).astype(np.int32)
-        return SparseRows(jnp.asarray(new), self.values, len(used),
+        return SparseRows(to_device(new), self.values, len(used),
                           FeatureIds(self.column_ids(used)))
 
     def aligned(self, ids: FeatureIds | None, n_features: int) -> tuple[SparseRows, int]:
@@ -296,8 +296,8 @@ class SparseRows(eqx.Module):
         where = np.minimum(np.searchsorted(cols, idx), max(len(cols) - 1, 0))
         new = np.where(present, target[where], -1) if len(cols) else np.full(idx.shape, -1)
         keep = new >= 0
-        X = SparseRows(jnp.asarray(np.where(keep, new, 0).astype(np.int32)),
-                       jnp.asarray(np.where(keep, val, 0).astype(val.dtype)), n_features, ids)
+        X = SparseRows(to_device(np.where(keep, new, 0), np.int32),
+                       to_device(np.where(keep, val, 0), val.dtype), n_features, ids)
         return X, int(np.sum(present & ~keep))
 
     def column_counts(self) -> np.ndarray:

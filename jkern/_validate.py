@@ -39,6 +39,30 @@ def concrete(x: Any) -> np.ndarray | None:
         return None
 
 
+def host_array(x: Any) -> np.ndarray | None:
+    """`x` as a NumPy array when reading it costs no copy to the host and no program: a
+    NumPy array, or a concrete JAX array on the CPU (a view of its buffer). None for tracers
+    and for arrays on an accelerator (checked there, without a host copy)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if not isinstance(x, jax.Array) or is_traced(x):
+        return None
+    try:
+        if not all(d.platform == "cpu" for d in x.devices()):
+            return None
+        return np.asarray(x)
+    except Exception:  # deleted or not addressable: let the device path report it
+        return None
+
+
+def to_device(x: Any, dtype: Any = None) -> Array:
+    """A host value as a JAX array of `dtype`, converted on the host and moved: no program.
+    (`jnp.asarray` of a NumPy array compiles a small program per shape and dtype, a cost
+    every new process pays again.)"""
+    a = np.asarray(x) if dtype is None else np.asarray(x, dtype=jnp.dtype(dtype))
+    return jax.device_put(a)
+
+
 def in_domain(name: str, value: Any, dtype: Any, inside: Callable[[Any], Any], what: str, *,
               scalar: bool = True) -> Array:
     """`value` as `dtype`, required finite and `inside` (`what` says the domain: "must be a
@@ -52,7 +76,8 @@ def in_domain(name: str, value: Any, dtype: Any, inside: Callable[[Any], Any], w
                              f"got shape {v.shape}")
         if not np.all(np.isfinite(v) & inside(v)):
             raise InputError(f"{name} {what}, got {v if v.ndim == 0 else v.tolist()}")
-        return jnp.asarray(value, dtype)
+        return value if isinstance(value, jax.Array) and value.dtype == dtype else \
+            to_device(v, dtype)
     value = jnp.asarray(value, dtype)
     return eqx.error_if(value, ~jnp.all(jnp.isfinite(value) & inside(value)), f"{name} {what}")
 
@@ -115,7 +140,7 @@ def plus_minus_labels(name: str, y: Any, n: int, dtype: Any) -> Array:
             held = f"only the label {int(yv[0]):+d}" if n else "no labels"
             raise InputError(f"{name} holds {held}: a binary learner needs examples of both "
                              "classes (+1 and -1)")
-        return jnp.asarray(yv, dtype)
+        return to_device(yv, dtype)
     y = jnp.asarray(y)
     if y.shape != (n,):
         raise InputError(f"{name} must hold one label per example ([{n}]), got shape {y.shape}")
@@ -171,7 +196,12 @@ def finite(name: str, x: Any) -> None:
     """Concrete `x` must hold only finite values (checked where it lives: no host copy)."""
     if is_traced(x):
         return
-    a = x if isinstance(x, jax.Array) else np.asarray(x)
+    host = host_array(x) if isinstance(x, jax.Array) else np.asarray(x)
+    if host is not None:
+        if host.dtype.kind in "fc" and not np.all(np.isfinite(host)):
+            raise InputError(f"{name} holds NaN or inf values")
+        return
+    a = x
     if a.dtype.kind in "fc" and not bool(jnp.all(jnp.isfinite(a))):
         raise InputError(f"{name} holds NaN or inf values")
 
@@ -187,12 +217,19 @@ def kernel_fits(name: str, x: Any, kxx: Callable[[Any], Any], kernel: str, *,
     Traced `x` is not checked."""
     if is_traced(x):
         return
-    a = x if isinstance(x, jax.Array) else jnp.asarray(x)
+    host = host_array(x) if isinstance(x, jax.Array) else np.asarray(x)
+    a = host if host is not None else x
     if a.dtype.kind not in "fc" or a.ndim != 2 or a.size == 0:
         return
-    ok = jnp.isfinite(kxx(jnp.sum(a * a, axis=1)))
-    if bool(jnp.all(ok)):
-        return
+    if host is not None:  # on the host: no program to compile
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok = np.isfinite(kxx(np.sum(host * host, axis=1)))
+        if np.all(ok):
+            return
+    else:
+        ok = jnp.isfinite(kxx(jnp.sum(a * a, axis=1)))
+        if bool(jnp.all(ok)):
+            return
     i = int(np.flatnonzero(~np.asarray(ok))[0])
     row = np.asarray(a[i])
     j = int(np.argmax(np.abs(row)))
@@ -219,11 +256,17 @@ def finite_model(model: _Model) -> _Model:
     floats = [(i, leaf) for i, (_, leaf) in enumerate(leaves)
               if isinstance(leaf, (jax.Array, np.ndarray)) and leaf.dtype.kind in "fc"]
     concrete = [leaf for _, leaf in floats if not is_traced(leaf)]
-    # one reduction (one device sync) over every concrete array; the field is looked up
-    # only when one of them is not finite
-    if concrete and not bool(jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in concrete]))):
+    on_host = [host_array(a) for a in concrete]
+    # on the host, checked there (no program); else one reduction (one device sync) over
+    # every concrete array; the field is looked up only when one of them is not finite
+    if all(h is not None for h in on_host):
+        bad = not all(np.all(np.isfinite(h)) for h in on_host if h is not None)
+    else:
+        bad = bool(concrete) and not bool(
+            jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in concrete])))
+    if bad:
         for i, leaf in floats:
-            if not is_traced(leaf) and not bool(jnp.all(jnp.isfinite(leaf))):
+            if not is_traced(leaf) and not np.all(np.isfinite(np.asarray(leaf))):
                 raise InputError(_nonfinite_message(model, leaves[i][0]))
     traced = [(i, leaf) for i, leaf in floats if is_traced(leaf)]
     if not traced:

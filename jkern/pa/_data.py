@@ -14,11 +14,11 @@ dropped, and counted.
 from __future__ import annotations
 
 import equinox as eqx
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
 from .._sparse import FeatureIds, SparseRows
+from .._validate import to_device
 from ..errors import InputError
 
 
@@ -89,8 +89,8 @@ class FeatureOrder(eqx.Module):
             if not np.any(keep[:, 1:] & (new_idx[:, 1:] == new_idx[:, :-1])):
                 new_idx = np.where(keep, new_idx, 0).astype(np.int32)
                 new_val = np.where(keep, np.take_along_axis(val, order, axis=1), 0)
-                return SparseRows(jnp.asarray(new_idx),
-                                  jnp.asarray(new_val.astype(X.dtype)), n_columns), dropped
+                return SparseRows(to_device(new_idx),
+                                  to_device(new_val, X.dtype), n_columns), dropped
         rows = np.nonzero(kept)[0]
         out = SparseRows.from_coo(rows, mapped[kept], val[kept].astype(np.float64),
                                   (idx.shape[0], n_columns), dtype=X.dtype)
@@ -109,8 +109,8 @@ def frequency_order(X: SparseRows) -> FeatureOrder:
     # descending count, ties to the larger original id: sort by (-count, -id)
     order = np.lexsort((-seen, -counts[seen]))
     ranked = seen[order]
-    return FeatureOrder(jnp.asarray(ranked.astype(np.int32)),
-                        jnp.asarray(counts[ranked].astype(np.int32)), X.ids)
+    return FeatureOrder(to_device(ranked, np.int32),
+                        to_device(counts[ranked], np.int32), X.ids)
 
 
 def unique_rows(X: SparseRows) -> tuple[np.ndarray, int]:
@@ -122,8 +122,11 @@ def unique_rows(X: SparseRows) -> tuple[np.ndarray, int]:
     >>> ids.tolist(), n
     ([0, 1, 0, 2], 3)
     """
-    idx = np.asarray(X.indices)
-    val = np.asarray(X.values)
+    return unique_host_rows(np.asarray(X.indices), np.asarray(X.values))
+
+
+def unique_host_rows(idx: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, int]:
+    """`unique_rows` of the rows given as host arrays (`[n, k]` column ids and values)."""
     # canonical rows: padding (value 0) as index -1, entries sorted by column
     idx = np.where(val != 0, idx, -1)
     order = np.argsort(idx, axis=1, kind="stable")

@@ -39,7 +39,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique
-from .._validate import finite_model, is_traced
+from .._validate import finite_model, host_array, is_traced, to_device
 from ..errors import InputError
 from ._kernel import decide, kernel_int
 from ._table import conjunction_coefficients, dense_layout, table_margins
@@ -125,7 +125,11 @@ class ExplicitPA(eqx.Module):
         """Zero weights: int64 counts of 2^-32 when `exact`, else `dtype`."""
         dtype = jnp.result_type(self.C) if dtype is None else dtype
         dtype = jnp.int64 if self.exact else dtype
-        return ExplicitState(jnp.zeros((n_weights + 1,), dtype), jnp.zeros((), jnp.int32))
+        if is_traced(self.C):
+            return ExplicitState(jnp.zeros((n_weights + 1,), dtype), jnp.zeros((), jnp.int32))
+        # built on the host and moved: no program to compile for a new size
+        return ExplicitState(to_device(np.zeros((n_weights + 1,), jnp.dtype(dtype))),
+                             to_device(np.int32(0)))
 
     def step(self, state: ExplicitState, x: ExpandedInstance, y: Any, valid: Any = True
              ) -> tuple[ExplicitState, Float[Array, ""], Bool[Array, ""]]:
@@ -284,11 +288,12 @@ class ConjunctionModel(eqx.Module):
         # the conjunctions of the lowest ids (the most frequent features where X was
         # renumbered by `frequency_order`, as for opal) are read at arithmetic ids, unsearched
         table, src = dense_layout(np.asarray(self.keys), F, width, self.degree)
-        weights = (jnp.take(self.weights, jnp.asarray(src)) if is_traced(self.weights)
-                   else jnp.asarray(np.asarray(self.weights)[src]))  # (no gather program)
-        out = table_margins(jnp.arange(F), weights, table, F, jnp.asarray(idx, jnp.int32),
-                            jnp.asarray(idx < F))
-        return out.reshape(-1)[:m]
+        weights = (jnp.take(self.weights, to_device(src)) if is_traced(self.weights)
+                   else to_device(np.asarray(self.weights)[src]))  # (no gather program)
+        out = table_margins(to_device(np.arange(F, dtype=np.int32)), weights, table, F,
+                            to_device(idx, jnp.int32), to_device(idx < F))
+        host = host_array(out)  # (cut on the host where it lives there: no program)
+        return to_device(host.reshape(-1)[:m]) if host is not None else out.reshape(-1)[:m]
 
     @property
     def classes(self) -> tuple[int, int]:
@@ -435,8 +440,8 @@ def expand(X: SparseRows, keys: np.ndarray, *, degree: int, linear: bool = False
         val = np.where(known, val, 0.0)
         ids = np.where(known, idx, d).astype(np.int32)
         sq = np.sum(val * val, axis=1)
-        return ExpandedInstance(jnp.asarray(ids), jnp.asarray(val, dtype),
-                                jnp.asarray(val, dtype), jnp.asarray(sq, dtype))
+        return ExpandedInstance(to_device(ids), to_device(val, dtype),
+                                to_device(val, dtype), to_device(sq, dtype))
     if not np.all((val == 0) | (val == 1)):
         raise InputError("the conjunction expansion needs binary features (every value 1); "
                          "use mode='kernel' or 'block' for real values")
@@ -451,8 +456,8 @@ def expand(X: SparseRows, keys: np.ndarray, *, degree: int, linear: bool = False
     c = np.asarray(conjunction_coefficients(degree), np.float64)[sizes]
     margin_coef = np.where(found, c[None, :], 0.0)
     step_coef = found.astype(np.float64)
-    return ExpandedInstance(jnp.asarray(ids), jnp.asarray(margin_coef, dtype),
-                            jnp.asarray(step_coef, dtype), jnp.asarray(sq, dtype))
+    return ExpandedInstance(to_device(ids), to_device(margin_coef, dtype),
+                            to_device(step_coef, dtype), to_device(sq, dtype))
 
 
 def index_rows(e: ExpandedInstance, i: Any) -> ExpandedInstance:

@@ -26,6 +26,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._cache import filter_jit
+from .._executables import stored_filter_jit
 from .._labels import sign_labels
 from .._solution import RESULTS, Solution
 from .._sparse import FeatureIds, SparseRows
@@ -33,14 +34,16 @@ from .._validate import (
     concrete,
     finite_model,
     float_dtype,
+    host_array,
     is_traced,
     kernel_fits,
     plus_minus_labels,
     positive,
     positive_int,
+    to_device,
 )
 from ..errors import InputError
-from ._data import is_binary, unique_rows
+from ._data import is_binary, unique_host_rows, unique_rows
 from ._explicit import (
     ConjunctionModel,
     ExpandedInstance,
@@ -150,7 +153,7 @@ def _stream(orders: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
         mask.reshape(-1, block)
 
 
-@filter_jit
+@stored_filter_jit
 def _run_kernel(learner: KernelPA, state: KernelState, data: Instance, y, order, mask,
                 record: bool):
     blocked = order.shape[1] > 1
@@ -171,7 +174,7 @@ def _run_kernel(learner: KernelPA, state: KernelState, data: Instance, y, order,
     return state, ms, upds
 
 
-@filter_jit
+@stored_filter_jit
 def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
     def visit(state, pos):
         state, m, upd = learner.step(state, index_rows(data, pos), y[pos])
@@ -181,7 +184,7 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
     return state, ms, upds
 
 
-@filter_jit
+@stored_filter_jit
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
                       mask, record: bool, kept_ids, block: int, rare: RarePart | None = None):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
@@ -374,7 +377,10 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     orders = visit_orders(n, epochs, shuffle, key)
     keep_margins = record
     record = record or average  # the averaged model is rebuilt from the margins
-    uids, n_vectors = unique_rows(X)
+    # the distinct vectors: the kernel modes' support-vector slots need them before the fit;
+    # the explicit and linear modes only count the support vectors, afterwards, among the
+    # examples that updated (a fraction of the rows)
+    uids, n_vectors = (None, None) if mode in ("explicit", "linear") else unique_rows(X)
     f64 = jnp.dtype(dt) == jnp.dtype(jnp.float64)
     binary = is_binary(X)
     if exact is None:
@@ -396,15 +402,34 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     model, ms, upds, code = run.model, run.margins, run.updated, run.code
 
     visits = n * epochs
-    upds = upds.reshape(-1)[:visits].reshape(epochs, n)
-    visited = jnp.asarray(orders)
-    uid_of = jnp.asarray(uids)
-    touched = jnp.zeros((n_vectors,), bool).at[uid_of[visited]].max(upds)
+    host_upds = host_array(upds)
+    if host_upds is not None:  # the counts on the host: no programs to compile
+        upds_np = host_upds.reshape(-1)[:visits].reshape(epochs, n)
+        if uids is None:
+            ex = np.unique(orders[upds_np])
+            n_sv = unique_host_rows(np.asarray(X.indices)[ex], np.asarray(X.values)[ex])[1]
+        else:
+            assert n_vectors is not None
+            touched_np = np.zeros((n_vectors,), bool)
+            touched_np[uids[orders[upds_np]]] = True
+            n_sv = int(touched_np.sum())
+        upds, visited = to_device(upds_np), to_device(orders)
+        updates = to_device(upds_np.sum(axis=1, dtype=np.int32))
+        support_vectors = to_device(np.int32(n_sv))
+    else:
+        if uids is None:
+            uids, n_vectors = unique_rows(X)
+        uid_of = to_device(uids)
+        upds = upds.reshape(-1)[:visits].reshape(epochs, n)
+        visited = to_device(orders)
+        touched = jnp.zeros((n_vectors,), bool).at[uid_of[visited]].max(upds)
+        updates = jnp.sum(upds, axis=1, dtype=jnp.int32)
+        support_vectors = jnp.sum(touched, dtype=jnp.int32)
     stats: dict[str, Any] = {
-        "updates": jnp.sum(upds, axis=1, dtype=jnp.int32),
+        "updates": updates,
         "updated": upds,
         "order": visited,
-        "support_vectors": jnp.sum(touched, dtype=jnp.int32),
+        "support_vectors": support_vectors,
     }
     if ms is not None:
         ms = ms.reshape(-1)[:visits].reshape(epochs, n)
@@ -419,7 +444,8 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         if isinstance(model, SupportVectorModel):
             # slot -1 (never updated, so its share is 0) is dropped
             assert run.slots is not None
-            alpha = jax.ops.segment_sum(share, run.slots[uid_of], num_segments=run.n_slots)
+            alpha = jax.ops.segment_sum(share, run.slots[to_device(uids)],
+                                        num_segments=run.n_slots)
             model = eqx.tree_at(lambda mdl: mdl.alpha, model, alpha[:model.alpha.shape[-1]])
         else:
             rows = (np.arange(n) if is_traced(share)
@@ -455,8 +481,8 @@ class _Problem(NamedTuple):
     record: bool
     orders: np.ndarray
     shuffle: bool
-    uids: np.ndarray
-    n_vectors: int
+    uids: Any  # np.ndarray: the kernel modes' (None: explicit and linear modes)
+    n_vectors: Any  # int, or None where `uids` is
 
 
 class _Run(NamedTuple):
@@ -519,10 +545,10 @@ def _fit_kernel(p: _Problem, *, mode: str, capacity: int | None, **unused: Any) 
     state = learner.init(capacity=capacity, width=X.indices.shape[1],
                          n_features=X.n_features, n_vectors=p.n_vectors, block=B,
                          dtype=p.dtype)
-    data = Instance(X.indices.astype(jnp.int32), X.values, jnp.asarray(p.uids))
+    data = Instance(X.indices.astype(jnp.int32), X.values, to_device(p.uids))
     order, mask = _stream(p.orders, B)
-    state, ms, upds = _run_kernel(learner, state, data, p.y, jnp.asarray(order),
-                                  jnp.asarray(mask), p.record)
+    state, ms, upds = _run_kernel(learner, state, data, p.y, to_device(order),
+                                  to_device(mask), p.record)
     alpha = state.alpha.astype(p.dtype) / SCALE if p.exact else state.alpha
     finite = jnp.all(jnp.isfinite(alpha))
     code = jnp.where(state.overflow, RESULTS.capacity_exceeded,
@@ -553,14 +579,14 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         state = learner.init(X.n_features, dtype=p.dtype)
         data = expand(X, keys, degree=p.degree, linear=True, dtype=p.dtype)
         order, _ = _stream(p.orders, 1)
-        state, ms, upds = _run_explicit(learner, state, data, p.y, jnp.asarray(order),
+        state, ms, upds = _run_explicit(learner, state, data, p.y, to_device(order),
                                         p.record)
         w = state.w
     else:
         F = X.n_features
         val = np.asarray(X.values)
         idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
-        sq = jnp.asarray(np.sum(val != 0, axis=1), p.dtype)
+        sq = to_device(np.sum(val != 0, axis=1), p.dtype)
         n = len(val)
         size = -(-min(CHUNK_VISITS, n * p.epochs) // p.block) * p.block
         order, mask = _stream(p.orders, size)
@@ -576,19 +602,26 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         common = common_part(X, p.degree, F, below=N)
         rare = rare_part(idx, F, N, p.degree) if N < F else None
         state = learner.init(common.size, dtype=p.dtype)
-        idx_j = jnp.asarray(idx, jnp.int32)
+        idx_j = to_device(idx, jnp.int32)
         kept = kept_ids(common, idx_j, p.epochs)
         seen = dense_seen(common, idx_j, kept)
         out = _run_conjunctions(
-            learner, common, state, idx_j, sq, p.y, jnp.asarray(order), jnp.asarray(mask),
+            learner, common, state, idx_j, sq, p.y, to_device(order), to_device(mask),
             p.record, kept, p.block, rare)
         del kept  # (the ids are the largest array of a fit)
         state, ms, upds = out[:3]
         more = (None if rare is None
                 else rare_conjunctions(idx, np.asarray(out[3]), F, N, p.degree))
         keys, w = _model_weights(common, seen, state.w, more)
-    w = w.astype(p.dtype) / SCALE if p.exact else w
-    code = jnp.where(jnp.all(jnp.isfinite(w)), RESULTS.successful, RESULTS.nonfinite)
+    host_w = host_array(w)
+    if host_w is not None:  # on the host: no programs to compile
+        host_w = host_w.astype(p.dtype) / SCALE if p.exact else host_w
+        code = to_device(np.int32(RESULTS.successful if np.all(np.isfinite(host_w))
+                                  else RESULTS.nonfinite))
+        w = to_device(host_w)
+    else:
+        w = w.astype(p.dtype) / SCALE if p.exact else w
+        code = jnp.where(jnp.all(jnp.isfinite(w)), RESULTS.successful, RESULTS.nonfinite)
     model = ConjunctionModel(w, keys, degree=1 if linear else p.degree, linear=linear,
                              n_features=X.n_features, ids=X.ids)
     return _Run(model, ms, upds, code, stats={} if linear else {"n_common": N})
@@ -607,10 +640,9 @@ def _model_weights(common: CommonPart, seen: np.ndarray, w: Array,
     dense = np.flatnonzero(seen)
     more = [dense_keys(common.n_dense, common.degree, common.n_common + 1)[dense]
             if common.n_dense else np.zeros(0, np.int64)]
-    more_w = [w[jnp.asarray(dense.astype(np.int32))]]
+    rare_w = [] if rare is None else [np.asarray(rare[1])]  # (host: `rare_conjunctions`)
     if rare is not None:
         more.append(np.asarray(rare[0], np.int64))
-        more_w.append(jnp.asarray(rare[1], w.dtype))
     extra = np.concatenate(more)
     order = np.argsort(extra, kind="stable")
     extra = extra[order]
@@ -618,10 +650,20 @@ def _model_weights(common: CommonPart, seen: np.ndarray, w: Array,
     at = np.searchsorted(table, extra)
     keys = np.insert(table, at, extra)
     where = at + np.arange(len(extra))  # the inserted keys' places in the merged order
-    kept = np.ones(len(keys), bool)
-    kept[where] = False
+    kept_mask = np.ones(len(keys), bool)
+    kept_mask[where] = False
+    kept = np.flatnonzero(kept_mask)
+    host_w = host_array(w)
+    if host_w is not None:  # concrete weights: merged on the host (no programs to compile)
+        out_np = np.zeros((len(keys) + 1,), host_w.dtype)
+        out_np[kept] = host_w[common.offset + first:common.size]
+        out_np[where] = np.concatenate([host_w[dense]] + [r.astype(host_w.dtype)
+                                                          for r in rare_w])[order]
+        return keys, to_device(out_np)
+    more_w = [w[jnp.asarray(dense.astype(np.int32))]] + [jnp.asarray(r, w.dtype)
+                                                          for r in rare_w]
     out = jnp.zeros((len(keys) + 1,), w.dtype)
-    out = out.at[jnp.asarray(np.flatnonzero(kept))].set(
+    out = out.at[jnp.asarray(kept)].set(
         w[common.offset + first:common.size]).at[jnp.asarray(where)].set(
         jnp.concatenate(more_w)[jnp.asarray(order)])
     return keys, out

@@ -31,6 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
+from .._executables import stored_filter_jit
+from .._validate import to_device
 from ._explicit import _conjunction_keys, largest_feature
 
 RARE_PAIRS = 1 << 22  # at most this many (example, example, rare feature) triples
@@ -89,7 +91,7 @@ def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int) 
     pad = max(width, 1)
     partner = np.concatenate([b, np.full(pad, n)]).astype(np.int32)
     coef = np.concatenate([coef, np.zeros(pad, np.int64)])
-    return RarePart(jnp.asarray(start), jnp.asarray(partner), jnp.asarray(coef), max(width, 1))
+    return RarePart(to_device(start), to_device(partner), to_device(coef), max(width, 1))
 
 
 PAIRS_AT_ONCE = 1 << 16  # pairs compared in one call (one program whatever the data)
@@ -99,19 +101,19 @@ def _shared_common(rows: np.ndarray, a: np.ndarray, b: np.ndarray, below: int) -
     """`[len(a)]` how many features below `below` rows a[i] and b[i] share (k × k
     comparisons per pair, fused in one compiled program a batch at a time)."""
     out = np.zeros(len(a), np.int64)
-    table = jnp.asarray(rows, jnp.int32)
+    table = to_device(rows, jnp.int32)
     for s in range(0, len(a), PAIRS_AT_ONCE):
         part = slice(s, s + PAIRS_AT_ONCE)
         m = len(a[part])
         ia = np.zeros(PAIRS_AT_ONCE, np.int32)
         ib = np.zeros(PAIRS_AT_ONCE, np.int32)
         ia[:m], ib[:m] = a[part], b[part]
-        out[part] = np.asarray(_count_shared(table, jnp.asarray(ia), jnp.asarray(ib),
-                                             jnp.int32(below)))[:m]
+        out[part] = np.asarray(_count_shared(table, to_device(ia), to_device(ib),
+                                             to_device(np.int32(below))))[:m]
     return out
 
 
-@jax.jit
+@stored_filter_jit
 def _count_shared(rows, ia, ib, below):
     ra, rb = rows[ia], rows[ib]
     eq = (ra[:, :, None] == rb[:, None, :]) & (ra < below)[:, :, None]

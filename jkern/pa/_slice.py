@@ -34,8 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from .._cache import filter_jit
+from .._executables import stored_filter_jit
 from .._sparse import SparseRows
+from .._validate import to_device
 from ._data import frequency_order
 from ._split import (
     SplitInstance,
@@ -101,8 +102,8 @@ def ensure_room(state: SplitState, need: np.ndarray, events: int) -> SplitState:
         f = np.repeat(np.arange(len(count)), count)
         within = np.arange(len(f)) - np.repeat(np.cumsum(count) - count, count)
         post[new_start[f] + within] = old[start[f] + within]
-        state = state._replace(post=jnp.asarray(post),
-                               post_start=jnp.asarray(new_start, jnp.int32))
+        state = state._replace(post=to_device(post),
+                               post_start=to_device(new_start, jnp.int32))
     E = state.events.shape[0]
     used = int(state.n_events)
     if used + events > E:
@@ -131,9 +132,10 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> Array | None:
     # ids are written chunk by chunk into one donated buffer (the last chunk overlaps the
     # one before instead of padding past n: no second copy of the ids).
     out = jnp.zeros((n, common.n_ids), jnp.int32)
+    host = np.asarray(indices)  # (chunks cut on the host: no slicing program)
     for start in range(0, n, CHUNK_VISITS):
         start = min(start, n - CHUNK_VISITS)
-        rows = indices[start:start + CHUNK_VISITS]
+        rows = to_device(host[start:start + CHUNK_VISITS])
         ids = np.array(_dense_pass(common, rows))
         flat = ids.reshape(-1)
         miss = np.flatnonzero(flat == _SEARCH)
@@ -154,12 +156,12 @@ SEARCH_KEYS = 1 << 16  # keys searched in one call (one program whatever the dat
 _SEARCH = -2  # a conjunction to search (not a dense one)
 
 
-@filter_jit
+@stored_filter_jit
 def _search_rows(common: CommonPart, rows):
     return jax.lax.map(common.ids, rows).reshape(-1, common.n_ids)
 
 
-@filter_jit
+@stored_filter_jit
 def _dense_pass(common: CommonPart, rows):
     """`[rows, K]` the dense conjunctions' ids, the sink where not all features are
     common, `_SEARCH` for the others."""
@@ -170,16 +172,16 @@ def _dense_pass(common: CommonPart, rows):
 def dense_seen(common: CommonPart, indices: Array, kept: Array | None) -> np.ndarray:
     """`[offset]` which dense conjunctions occur in the rows of `indices` (their ids in
     `kept`, `kept_ids`' answer, when there; else computed a chunk at a time)."""
-    seen = jnp.zeros((common.offset + 1,), bool)  # the last: every other id
-    n = indices.shape[0]
+    seen = to_device(np.zeros((common.offset + 1,), bool))  # the last: every other id
+    if kept is not None:
+        return np.asarray(_mark_ids(seen, kept))[:-1]
+    rows = np.asarray(indices)
+    n = rows.shape[0]
     step = CHUNK_VISITS
     for start in range(0, n, step):
         start = max(0, min(start, n - step))  # marking twice is harmless: one shape
-        if kept is not None:
-            seen = _mark_ids(seen, kept[start:start + step])
-        else:
-            seen = _mark_rows(seen, common, indices[start:start + step])
-    return np.asarray(seen[:-1])
+        seen = _mark_rows(seen, common, to_device(rows[start:start + step]))
+    return np.asarray(seen)[:-1]
 
 
 @functools.partial(jax.jit, donate_argnums=0)
@@ -187,18 +189,18 @@ def _mark_ids(seen, ids):
     return seen.at[jnp.minimum(ids, seen.shape[0] - 1)].set(True)
 
 
-@filter_jit
+@stored_filter_jit
 def _mark_rows(seen, common: CommonPart, rows):
     dense = common.keys_of(rows)[2]
     return seen.at[jnp.where(dense >= 0, dense, seen.shape[0] - 1)].set(True)
 
 
-@filter_jit
+@stored_filter_jit
 def _chunk_keys(common: CommonPart, rows):
     return common.keys_of(rows)[0]
 
 
-@filter_jit
+@stored_filter_jit
 def _search_keys(common: CommonPart, keys):
     return common.search(keys, jnp.ones(keys.shape, bool))
 
@@ -208,7 +210,7 @@ def _put_rows(out, rows, start):
     return jax.lax.dynamic_update_slice(out, rows, (start, 0))
 
 
-@filter_jit
+@stored_filter_jit
 def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask, kept,
          record: bool, block: int):
     """Visit `order` (`[chunks, CHUNK_VISITS]`, `mask` False on padding): per chunk, the

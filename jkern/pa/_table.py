@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Int
 
-from .._cache import filter_jit
+from .._executables import stored_filter_jit
+from .._validate import to_device
 
 DENSE_IDS = 1 << 22  # weights at arithmetic ids at most: N = 2,895 at d = 2, 293 at d = 3
 
@@ -115,7 +116,7 @@ class CommonPart(eqx.Module):
         keys = np.asarray(keys)
         if len(keys) == 0:
             keys = np.full(1, -1, np.int64)
-        return cls(jnp.asarray(keys, jnp.int64 if big else jnp.int32), n_common, width,
+        return cls(to_device(keys, jnp.int64 if big else jnp.int32), n_common, width,
                    degree, n_dense=n_dense, below=below).bucketed()
 
     def bucketed(self) -> CommonPart:
@@ -136,8 +137,8 @@ class CommonPart(eqx.Module):
         del bucket
         probes = int(np.diff(start).max(initial=0)).bit_length()
         return CommonPart(self.keys, self.n_common, self.width, self.degree,
-                          jnp.asarray(start), bits, probes,
-                          jnp.asarray(keys[order], self.keys.dtype), jnp.asarray(order),
+                          to_device(start), bits, probes,
+                          to_device(keys[order], self.keys.dtype), to_device(order),
                           self.n_dense, self.below)
 
     def with_width(self, width: int) -> CommonPart:
@@ -351,7 +352,7 @@ def n_conjunctions(width: int, degree: int) -> int:
     return sum(math.comb(width, j) for j in range(degree + 1))
 
 
-@filter_jit
+@stored_filter_jit
 def table_margins(rank, weights, table: CommonPart, n_features: int, idx, present):
     """Σ c_|U| w_U over each row's conjunctions, block by block (`idx`, `present`:
     `[blocks, B, k]` column ids and nonzero flags): the columns are mapped to the table's
