@@ -11,13 +11,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jkern
-from jkern._executables import StoredProgram, executables_dir
+from jkern._executables import StoredFilterProgram, StoredProgram, executables_dir
+from jkern.pa._explicit import ExplicitState
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,6 +51,75 @@ def test_a_fresh_program_loads_the_stored_executable(cache_at):
     np.testing.assert_array_equal(np.asarray(again(jnp.zeros(3), jnp.ones(3), 2.0, times=1)),
                                   np.full(3, 2.0))
     assert len(list(executables_dir().glob("_scaled_sum-*.jkx"))) == 3
+
+
+class _Pair(NamedTuple):  # not jkern's: a file cannot name it
+    total: jax.Array
+    steps: jax.Array | None
+
+
+class _Stepper(eqx.Module):
+    scale: jax.Array
+    times: int = eqx.field(static=True)
+
+
+def _stepped(stepper, x, record):
+    out = x
+    for _ in range(stepper.times):
+        out = out + stepper.scale * x
+    # a jkern NamedTuple result: the file describes it by name
+    return ExplicitState(out, out * 2 if record else None)
+
+
+def _paired(stepper, x):
+    return _Pair(x * stepper.scale, None)
+
+
+def test_a_filter_program_stores_modules_statics_and_named_results(cache_at):
+    """`StoredFilterProgram`: arrays anywhere in the arguments are inputs, static fields and
+    other leaves are part of the program; a fresh one loads the file and rebuilds the
+    NamedTuple result; another static value is another program."""
+    first = StoredFilterProgram(_stepped)
+    want = first(_Stepper(jnp.float64(0.5), 3), jnp.arange(4.0), True)
+    assert isinstance(want, ExplicitState) and want.n_updates is not None
+    np.testing.assert_array_equal(np.asarray(want.w), 2.5 * np.arange(4.0))
+    assert len(list(executables_dir().glob("_stepped-*.jkx"))) == 1
+    loaded_before = jkern.program_stats()["loaded"]
+    got = StoredFilterProgram(_stepped)(_Stepper(jnp.float64(0.5), 3), jnp.arange(4.0), True)
+    assert jkern.program_stats()["loaded"] == loaded_before + 1
+    assert isinstance(got, ExplicitState) and got.n_updates is not None
+    np.testing.assert_array_equal(np.asarray(got.n_updates), np.asarray(want.n_updates))
+    # another static field, another plain leaf: other programs, other answers
+    again = StoredFilterProgram(_stepped)
+    np.testing.assert_array_equal(
+        np.asarray(again(_Stepper(jnp.float64(0.5), 1), jnp.arange(4.0), True).w),
+        1.5 * np.arange(4.0))
+    assert again(_Stepper(jnp.float64(0.5), 3), jnp.arange(4.0), False).n_updates is None
+    assert len(list(executables_dir().glob("_stepped-*.jkx"))) == 3
+    # a result type of another package: run, not stored (no class is looked up by a
+    # name from outside jkern)
+    paired = StoredFilterProgram(_paired)(_Stepper(jnp.float64(2.0), 1), jnp.arange(3.0))
+    assert isinstance(paired, _Pair)
+    np.testing.assert_array_equal(np.asarray(paired.total), 2.0 * np.arange(3.0))
+    assert not list(executables_dir().glob("_paired-*.jkx"))
+
+
+def test_a_filter_program_with_an_argument_it_cannot_describe_is_not_stored(cache_at):
+    """A leaf whose repr could name two different values (here an arbitrary object in a
+    static field) takes the plain filter_jit path: nothing stored, the same answer."""
+
+    class Opaque:
+        pass
+
+    class Holder(eqx.Module):
+        tag: object = eqx.field(static=True)
+
+    def add(h, x):
+        return x + 1.0
+
+    got = StoredFilterProgram(add)(Holder(Opaque()), jnp.arange(3.0))
+    np.testing.assert_array_equal(np.asarray(got), np.arange(3.0) + 1)
+    assert not list(executables_dir().glob("add-*.jkx"))
 
 
 def test_a_damaged_file_is_compiled_again_and_replaced(cache_at):

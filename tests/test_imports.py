@@ -264,3 +264,32 @@ def test_pa_exports_no_internals():
     internals = {"CHUNK", "SCALE", "TIE_EPS", "TIE_TICKS", "GROUP"}
     assert not internals & set(jkern.pa.__all__)
     assert not internals & set(vars(jkern.pa))
+
+
+def test_a_public_name_loads_its_own_module_only():
+    """`jkern.<name>` imports the module defining the name, not the library whole: a PA-I
+    script (`jkern.SparseRows`, `jkern.pa`) never imports the tree kernels or the SVMs; and
+    every name of the one list (`_api.py`) is the object `_api` itself exports."""
+    code = (
+        "import sys, jkern\n"
+        "X = jkern.SparseRows.from_rows([{0: 1.0}])\n"
+        "fit = jkern.pa.fit\n"
+        "heavy = [m for m in ('jkern.kernels', 'jkern.svm', 'jkern.kda', 'jkern._api')\n"
+        "         if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "names = [n for n in dir(jkern) if not n.startswith('_')]\n"
+        "values = {n: getattr(jkern, n) for n in names}\n"
+        "import jkern._api as api\n"
+        "public = [n for n in vars(api) if not n.startswith('_')]\n"
+        "assert sorted(public) == sorted(names), set(public) ^ set(names)\n"
+        "assert all(values[n] is getattr(api, n) for n in public)\n"
+        "try:\n"
+        "    jkern.no_such_name\n"
+        "except AttributeError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
