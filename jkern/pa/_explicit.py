@@ -36,13 +36,20 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from .._executables import stored_filter_jit
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique
 from .._validate import finite_model, host_array, is_traced, to_device
 from ..errors import InputError
 from ._kernel import decide, kernel_int
-from ._table import conjunction_coefficients, dense_layout, table_margins
+from ._table import (
+    CommonPart,
+    conjunction_coefficients,
+    dense_layout,
+    searched_bound,
+    table_margins,
+)
 
 
 def _conjunction_keys(X: SparseRows | tuple[np.ndarray, np.ndarray], degree: int, base: int,
@@ -290,8 +297,10 @@ class ConjunctionModel(eqx.Module):
         table, src = dense_layout(np.asarray(self.keys), F, width, self.degree)
         weights = (jnp.take(self.weights, to_device(src)) if is_traced(self.weights)
                    else to_device(np.asarray(self.weights)[src]))  # (no gather program)
-        out = table_margins(to_device(np.arange(F, dtype=np.int32)), weights, table, F,
-                            to_device(idx, jnp.int32), to_device(idx < F))
+        rank = np.arange(F, dtype=np.int32)
+        searched = searched_bound(rank, table, F, idx, idx < F)
+        out = table_margins(to_device(rank), weights, table, F, to_device(idx, jnp.int32),
+                            to_device(idx < F), searched)
         host = host_array(out)  # (cut on the host where it lives there: no program)
         return to_device(host.reshape(-1)[:m]) if host is not None else out.reshape(-1)[:m]
 
@@ -352,15 +361,22 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
     pending = 0
     # merge the chunks' distinct keys now and then (memory), and check the limit then
     merge_at = chunk if limit is None else min(chunk, max(limit // 2, 1))
+    on_device = (len(idx) > step  # (a single chunk: not worth a program)
+                 and (jax.config.jax_enable_x64  # pyright: ignore[reportAttributeAccessIssue]
+                      or base ** degree < 2 ** 31))
     for start in range(0, len(idx), step):
-        keys, sizes = _conjunction_keys((idx[start:start + step], val[start:start + step]),
-                                        degree, base, below)
-        if n_dense:
-            dense_below = np.asarray([1] + [(n_dense + 1) * base ** (j - 1)
-                                            for j in range(1, degree + 1)], np.int64)
-            keys = keys[keys >= dense_below[sizes]]
+        if on_device:  # the same keys, enumerated by a compiled program
+            keys = _wanted_keys_of(idx[start:start + step], val[start:start + step], degree,
+                                   base, below, n_dense, width, step)
         else:
-            keys = keys[keys >= 0]
+            keys, sizes = _conjunction_keys((idx[start:start + step],
+                                             val[start:start + step]), degree, base, below)
+            if n_dense:
+                dense_below = np.asarray([1] + [(n_dense + 1) * base ** (j - 1)
+                                                for j in range(1, degree + 1)], np.int64)
+                keys = keys[keys >= dense_below[sizes]]
+            else:
+                keys = keys[keys >= 0]
         if seen is not None:
             seen[keys] = True
             pending += len(keys)
@@ -383,6 +399,33 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
         table = np.flatnonzero(seen)
         return table, limit is None or len(table) <= limit
     return table, True
+
+
+def _wanted_keys_of(idx: np.ndarray, val: np.ndarray, degree: int, base: int, below: int,
+                    n_dense: int, width: int, rows: int) -> np.ndarray:
+    """`distinct_keys`' keys of one chunk of rows (host `idx`, `val`), computed by a
+    compiled program (`CommonPart.keys_of`, padded to `rows` rows: one program per data
+    set): every conjunction of ≤ d features below `below` that is not dense (all features
+    below `n_dense`; ∅ is dense when n_dense > 0). Unsorted, repeated."""
+    n_common = base - 1
+    absent = n_common  # sorts last and is no feature below `below`
+    present = (val != 0) & (idx >= 0) & (idx < below)
+    f = np.sort(np.where(present, idx, absent), axis=1)[:, :max(width, 1)]
+    if f.shape[1] < max(width, 1):
+        f = np.pad(f, ((0, 0), (0, max(width, 1) - f.shape[1])), constant_values=absent)
+    n = len(f)
+    f = np.pad(f, ((0, rows - n), (0, 0)), constant_values=absent)
+    kdt = np.int64 if base ** degree >= 2 ** 31 else np.int32
+    probe = CommonPart(to_device(np.zeros(1, kdt)), n_common, max(width, 1), degree,
+                       n_dense=n_dense, below=below if below < n_common else 0)
+    keys = np.asarray(_wanted_keys(probe, to_device(f, np.int32)))[:n].reshape(-1)
+    return keys[keys >= 0].astype(np.int64)
+
+
+@stored_filter_jit
+def _wanted_keys(probe, rows):
+    key, ok, dense = probe.keys_of(rows)
+    return jnp.where(ok & (dense < 0), key, -1)
 
 
 def largest_feature(keys: np.ndarray, base: int) -> np.ndarray:

@@ -28,10 +28,10 @@ from jaxtyping import Array, Float, Int
 
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
-from .._validate import finite_model
+from .._validate import finite_model, host_array, to_device
 from ..errors import InputError
 from ._explicit import _base, _conjunction_keys
-from ._table import DENSE_IDS, CommonPart, dense_layout, table_margins
+from ._table import DENSE_IDS, CommonPart, dense_layout, searched_bound, table_margins
 
 
 class ExpandedModel(eqx.Module):
@@ -96,10 +96,17 @@ class ExpandedModel(eqx.Module):
         cols = max(0, width - val.shape[1])
         idx = np.pad(np.asarray(X.indices), ((0, pad), (0, cols)))
         val = np.pad(val, ((0, pad), (0, cols)))
+        idx = idx.reshape(-1, B, idx.shape[1])
+        present = val.reshape(-1, B, val.shape[1]) != 0
+        rank = host_array(self.rank)
+        searched = (searched_bound(rank, table, self.n_features, idx, present)
+                    if rank is not None  # (traced rank: room for every combination)
+                    else tuple(B * math.comb(table.width, j)
+                               for j in range(1, table.degree + 1)))
         out = table_margins(self.rank, self.weights, table, self.n_features,
-                                jnp.asarray(idx.reshape(-1, B, idx.shape[1]), jnp.int32),
-                                jnp.asarray(val.reshape(-1, B, val.shape[1]) != 0))
-        return out.reshape(-1)[:m]
+                            to_device(idx, jnp.int32), to_device(present), searched)
+        host = host_array(out)
+        return to_device(host.reshape(-1)[:m]) if host is not None else out.reshape(-1)[:m]
 
     @property
     def classes(self) -> tuple[int, int]:

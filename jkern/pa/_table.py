@@ -352,20 +352,104 @@ def n_conjunctions(width: int, degree: int) -> int:
     return sum(math.comb(width, j) for j in range(degree + 1))
 
 
+def colex_combinations(width: int, degree: int) -> np.ndarray:
+    """`[d, C(width, d), d]`: for each size j (row j - 1), the position combinations of j of
+    the first `width` positions in colex order (by largest position, then the next...),
+    padded with 0. A combination's colex rank is Σ_i C(p_i, i + 1), so the combinations
+    within the first b positions are the first C(b, j): over a row sorted by rank, those
+    whose features are all dense, then those up to its last in-model feature."""
+    most = max(1, math.comb(width, degree))
+    out = np.zeros((degree, most, degree), np.int32)
+    for j in range(1, degree + 1):
+        combos = sorted(itertools.combinations(range(width), j), key=lambda c: c[::-1])
+        if combos:
+            out[j - 1, :len(combos), :j] = np.asarray(combos, np.int32)
+    return out
+
+
+def searched_bound(rank: np.ndarray, table: CommonPart, n_features: int, idx: np.ndarray,
+                   present: np.ndarray) -> tuple[int, ...]:
+    """Bounds, one per size j = 1..d, on the conjunctions of that size `table_margins`
+    searches in one block of `idx` (`[blocks, B, k]` column ids, `present` flags; host): a
+    row of a in-model features, b of them dense, searches C(a, j) − C(b, j) (the others
+    have dense ids or no weight); the most a block needs, rounded up to a multiple of 512
+    (few distinct programs)."""
+    known = present & (idx >= 0) & (idx < n_features)
+    r = np.where(known, np.asarray(rank)[np.where(known, idx, 0)], table.n_common)
+    a = np.minimum(np.sum(r < table.n_common, axis=-1), table.width)
+    b = np.minimum(np.sum(r < table.n_dense, axis=-1), a)
+    out = []
+    for j in range(1, table.degree + 1):
+        count = np.asarray([math.comb(w, j) for w in range(table.width + 1)], np.int64)
+        most = int(np.sum(count[a] - count[b], axis=-1).max(initial=0))
+        out.append(max(512, -(-most // 512) * 512))
+    return tuple(out)
+
+
 @stored_filter_jit
-def table_margins(rank, weights, table: CommonPart, n_features: int, idx, present):
+def table_margins(rank, weights, table: CommonPart, n_features: int, idx, present,
+                  searched: tuple[int, ...]):
     """Σ c_|U| w_U over each row's conjunctions, block by block (`idx`, `present`:
-    `[blocks, B, k]` column ids and nonzero flags): the columns are mapped to the table's
-    features by `rank` (`table.n_common` for none), sorted and searched."""
-    N = table.n_common
+    `[blocks, B, k]` column ids and nonzero flags). The columns are mapped to the table's
+    features by `rank` (`table.n_common` for none) and each row sorted, so its b dense
+    features come first, then its other in-model features up to position a. The dense
+    conjunctions' weights are read at their arithmetic ids; the others, C(a, j) − C(b, j)
+    of each size j (a contiguous range of colex ranks, `colex_combinations`), are packed
+    for the block (at most `searched[j - 1]` of size j, `searched_bound`), keyed, searched
+    in the table and added to their rows. No search runs for a dense conjunction or for
+    padding."""
+    N, nd, W, d = table.n_common, table.n_dense, table.width, table.degree
+    c = conjunction_coefficients(d)
+    colex = jnp.asarray(colex_combinations(W, d))
+    binom = jnp.asarray(np.asarray([[math.comb(w, j) for j in range(d + 1)]
+                                    for w in range(W + 1)], np.int64), jnp.int32)
+    base = N + 1
+    kdt = table.keys.dtype
+    scale = jnp.asarray([base ** i for i in range(d)], kdt)
+    # ∅: dense id 0, or (no dense features) found in the table like any key
+    if nd:
+        empty = weights[0]
+    else:
+        empty = weights[jnp.minimum(table.offset + table.search(jnp.zeros((1,), kdt),
+                                                               jnp.ones((1,), bool)),
+                                    table.size)][0]
 
     def one(args):
         i, p = args
         known = p & (i >= 0) & (i < n_features)
         r = jnp.where(known, rank[jnp.where(known, i, 0)], N)
-        r = jnp.sort(r, axis=1)  # in-model features first (ranks < N), most frequent first
-        ids = table.ids(r)
-        coef = table.coefficients(ids, weights.dtype)
-        return jnp.sum(coef * weights[jnp.minimum(ids, table.size)], axis=1)
+        r = jnp.sort(r, axis=1)[:, :W]  # in-model features first, most frequent first
+        B = r.shape[0]
+        a = jnp.sum(r < N, axis=1)
+        b = jnp.minimum(jnp.sum(r < nd, axis=1), a)
+        # dense: every combination whose last (largest) feature is dense
+        total = jnp.full((B,), c[0], weights.dtype) * empty
+        small = jnp.minimum(r, nd)
+        for j, combo in enumerate(combinations(W, d), 1):
+            if combo.size == 0:
+                break
+            at = _dense_offset(nd, j) + sum(_comb(small[:, combo[:, t]], t + 1)
+                                            for t in range(j))
+            ok = r[:, combo[:, -1]] < nd
+            total = total + c[j] * jnp.sum(
+                jnp.where(ok, weights[jnp.where(ok, at, 0)], 0), axis=1)
+        # searched: per row and size j the colex ranks [C(b, j), C(a, j)), packed size by
+        # size (at most `searched[j - 1]` a block)
+        for j in range(1, d + 1):
+            lo = binom[b, j]
+            count = binom[a, j] - lo
+            ends = jnp.cumsum(count)
+            q = jnp.arange(searched[j - 1], dtype=ends.dtype)
+            row = jnp.minimum(jnp.searchsorted(ends, q, side="right"), B - 1)
+            live = q < ends[-1]
+            rank_in = jnp.where(live, lo[row] + q - (ends[row] - count[row]), 0)
+            pos = colex[j - 1, rank_in][:, :j]  # [S, j] positions
+            f = r[row[:, None], pos].astype(kdt)  # [S, j] features, ascending
+            key = jnp.sum((f + 1) * scale[None, :j], axis=1, dtype=kdt)
+            found = table.search(jnp.where(live, key, 0), live)
+            w = weights[jnp.minimum(table.offset + found, table.size)]
+            total = total + jax.ops.segment_sum(jnp.where(live, c[j] * w, 0), row,
+                                                num_segments=B)
+        return total
 
     return jax.lax.map(one, (idx, present))
