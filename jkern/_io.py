@@ -14,6 +14,7 @@ file. See docs/save.md.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import json
 import math
@@ -118,7 +119,8 @@ def _registry() -> tuple[dict[str, type], dict[type, str]]:
     jkern's public packages export (under every public name), plus `_EXTRA`."""
     by_name: dict[str, type] = dict(_EXTRA)
     canonical: dict[type, str] = {cls: name for name, cls in _EXTRA.items()}
-    dir(sys.modules["jkern"])  # `jkern` loads its public surface on first use: all of it now
+    # `jkern` loads each public name on first use: the whole public surface now
+    importlib.import_module("jkern._api")
     for package in _PUBLIC:
         module = sys.modules.get(package)
         if module is None:

@@ -364,6 +364,8 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
     on_device = (len(idx) > step  # (a single chunk: not worth a program)
                  and (jax.config.jax_enable_x64  # pyright: ignore[reportAttributeAccessIssue]
                       or base ** degree < 2 ** 31))
+    if on_device:  # the program's temporaries are several times its keys: smaller chunks
+        step = max(1, step // 8)
     for start in range(0, len(idx), step):
         if on_device:  # the same keys, enumerated by a compiled program
             keys = _wanted_keys_of(idx[start:start + step], val[start:start + step], degree,

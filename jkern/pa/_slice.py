@@ -186,7 +186,17 @@ def dense_seen(common: CommonPart, indices: Array, kept: Array | None) -> np.nda
 
 @functools.partial(jax.jit, donate_argnums=0)
 def _mark_ids(seen, ids):
-    return seen.at[jnp.minimum(ids, seen.shape[0] - 1)].set(True)
+    """`seen` with the ids of `ids` (`[n, K]`) marked, CHUNK_VISITS rows at a time (the ids
+    are a fit's largest array: no temporary of their size)."""
+    n = ids.shape[0]
+    step = min(CHUNK_VISITS, n)
+
+    def mark(i, seen):
+        start = jnp.minimum(i * step, n - step)  # the last chunk overlaps: marking is idempotent
+        part = jax.lax.dynamic_slice_in_dim(ids, start, step)
+        return seen.at[jnp.minimum(part, seen.shape[0] - 1)].set(True)
+
+    return jax.lax.fori_loop(0, -(-n // step), mark, seen)
 
 
 @stored_filter_jit
