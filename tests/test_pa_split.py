@@ -287,11 +287,13 @@ def test_every_mode_matches_reference(ud_head, dataset, degree):
         _check_same(sol, lin, alpha=False, support=False, atol=0)
 
 
-@pytest.mark.parametrize("layout", ["hashed", "high_bits", "none"])
+@pytest.mark.parametrize("layout", ["open", "hashed", "high_bits", "none"])
 def test_common_part_finds_every_key_and_no_other(layout):
-    """`CommonPart.find` gives each key's position in the sorted table, with buckets by a
-    hash of the key (`bucketed()`), with the high-bit buckets that tables saved before the
-    hash carry, and with no buckets; an absent key lands on another key."""
+    """`CommonPart.find` gives each key's position in the sorted table: with open slots
+    (`opened()`, what `CommonPart.of` builds; `search` then also knows which keys are
+    absent), with buckets by a hash of the key (`bucketed()`), with the high-bit buckets
+    that tables saved before the hash carry, and with no buckets; an absent key lands on
+    another key."""
     from jkern.pa import CommonPart
 
     rng = np.random.default_rng(7)
@@ -299,7 +301,17 @@ def test_common_part_finds_every_key_and_no_other(layout):
     keys = np.unique(np.concatenate([rng.integers(0, 5_000, 3_000),
                                      rng.integers(0, 2**40, 3_000)]))
     part = CommonPart(jnp.asarray(keys), 10, 3, 2)
-    if layout == "hashed":
+    if layout == "open":
+        part = part.opened()
+        assert part.slots is not None and 1 <= part.window <= 16
+        assert part.slots.shape[0] >= 2 * len(keys)  # load <= 0.5
+        ok = jnp.asarray(np.arange(len(absent_keys := np.setdiff1d(keys + 1, keys))) % 2 == 0)
+        got = np.asarray(part.search(jnp.asarray(absent_keys), ok))
+        assert np.all(got == len(keys))  # absent: the sink, whatever `ok`
+        got = np.asarray(part.search(jnp.asarray(keys), jnp.asarray(np.arange(len(keys)) % 3 > 0)))
+        assert np.array_equal(got, np.where(np.arange(len(keys)) % 3 > 0, np.arange(len(keys)),
+                                            len(keys)))
+    elif layout == "hashed":
         part = part.bucketed()
         assert part.hashed_keys is not None and part.probes <= 5
     elif layout == "high_bits":

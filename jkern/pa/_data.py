@@ -80,10 +80,18 @@ class FeatureOrder(eqx.Module):
         # first: no coordinate list, whose temporaries held ~125 bytes an entry (+280 MB
         # peak on UD's training set). Repeated columns go through `from_coo` (summed).
         mapped = np.where(kept, mapped, np.iinfo(np.int64).max)
-        order = np.argsort(mapped, axis=1, kind="stable")
         width = max(int(kept.sum(axis=1).max(initial=0)), 1)
-        if order.shape[1] >= width:
-            order = order[:, :width]
+        binary = bool(np.all(val[kept] == 1))
+        if mapped.shape[1] >= width and binary:
+            # every kept value is 1: sorting the ids is the whole job (no argsort, no
+            # gather of the values)
+            new_idx = np.sort(mapped, axis=1)[:, :width]
+            keep = new_idx != np.iinfo(np.int64).max
+            if not np.any(keep[:, 1:] & (new_idx[:, 1:] == new_idx[:, :-1])):
+                return SparseRows(to_device(np.where(keep, new_idx, 0), np.int32),
+                                  to_device(keep, X.dtype), n_columns), dropped
+        elif mapped.shape[1] >= width:
+            order = np.argsort(mapped, axis=1, kind="stable")[:, :width]
             keep = np.take_along_axis(kept, order, axis=1)
             new_idx = np.take_along_axis(mapped, order, axis=1)
             if not np.any(keep[:, 1:] & (new_idx[:, 1:] == new_idx[:, :-1])):

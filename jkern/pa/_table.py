@@ -9,6 +9,7 @@ base = N + 1 (∅ = 0); the margin of x sums c_|U| w_U over its conjunctions, c 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from typing import Any
@@ -22,6 +23,7 @@ from jaxtyping import Array, Int
 from .._executables import stored_filter_jit
 from .._validate import to_device
 
+EMPTY_SLOT = -2  # an unused open slot's key (keys are >= 0; an empty table's one key is -1)
 DENSE_IDS = 1 << 22  # weights at arithmetic ids at most: N = 2,895 at d = 2, 293 at d = 3
 
 
@@ -49,12 +51,13 @@ def combinations(width: int, degree: int) -> tuple[np.ndarray, ...]:
 class CommonPart(eqx.Module):
     """The explicit part: keys of the common conjunctions and how to find an example's.
 
-    A key is found by a binary search in its bucket, or, with no buckets, in the whole
-    table. `bucketed()` adds buckets by a hash of the key (`hashed_keys`: the keys in bucket
-    order, `hashed_pos`: their positions in `keys`): between one and two keys per bucket
-    whatever the keys' distribution, so about four probes. (Tables saved before the hash
-    have buckets of the keys' high bits, which conjunction keys of frequency-ordered
-    features fill very unevenly: 15 probes for UD's degree-3 table; they still load.)
+    A key is found in an open-addressed table (`opened()`, what `of` builds): each key sits
+    in one of the `window` slots from its home slot (the top `slot_bits` bits of a hash of
+    the key), stored beside its position in `keys`, so a lookup reads one small window (one
+    or two cache lines) and knows whether the key is there. Tables saved before it have
+    buckets instead (a binary search in the bucket of a hash of the key, `bucketed()`:
+    `hashed_keys`, `hashed_pos`; or, older still, buckets of the keys' high bits) or none
+    (a binary search in the whole table); they still load and search as they did.
 
     Attributes:
         keys: `[D]` sorted keys Σ_i (f_i + 1) base^i of the common conjunctions (∅ = 0).
@@ -75,6 +78,10 @@ class CommonPart(eqx.Module):
             0: every conjunction is in the table.
         below: (static) conjunctions that hold a feature at or above it have no weight
             here (the sink): explicit mode's rare features (`_rare`); 0: `n_common`.
+        slots: `[2^slot_bits + window, 2]` (key, position in `keys`) in linear-probing
+            order by home slot (`EMPTY_SLOT` keys where none), or None.
+        window: (static) slots a lookup reads from its home: the longest displacement + 1.
+        slot_bits: (static) the bits of the home slot.
     """
 
     keys: Int[Array, " D"]
@@ -88,6 +95,9 @@ class CommonPart(eqx.Module):
     hashed_pos: Int[Array, " D"] | None = None
     n_dense: int = eqx.field(static=True, default=0)
     below: int = eqx.field(static=True, default=0)
+    slots: Int[Array, "S 2"] | None = None
+    window: int = eqx.field(static=True, default=0)
+    slot_bits: int = eqx.field(static=True, default=0)
 
     @property
     def offset(self) -> int:
@@ -117,7 +127,30 @@ class CommonPart(eqx.Module):
         if len(keys) == 0:
             keys = np.full(1, -1, np.int64)
         return cls(to_device(keys, jnp.int64 if big else jnp.int32), n_common, width,
-                   degree, n_dense=n_dense, below=below).bucketed()
+                   degree, n_dense=n_dense, below=below).opened()
+
+    def opened(self, load: float = 0.5, longest: int = 16) -> CommonPart:
+        """This table with its open-addressed slots (host): at most `load` of the slots
+        used, more slots (halving the load) until every key lies within `longest` slots of
+        its home. Keys are placed in order of home slot, each at the first free slot from
+        its home (linear probing), so a key's slot is i + max_{j ≤ i}(home_j − j)."""
+        keys = np.asarray(self.keys)
+        D = len(keys)
+        bits = max(1, int(np.ceil(np.log2(max(D, 1) / load))))
+        while True:
+            home = _bucket_of(keys, bits).astype(np.int64)
+            order = np.argsort(home, kind="stable")
+            at = np.arange(D, dtype=np.int64)
+            placed = at + np.maximum.accumulate(home[order] - at) if D else at
+            window = int((placed - home[order]).max(initial=0)) + 1
+            if window <= longest or bits >= 30:
+                break
+            bits += 1
+        slots = np.full(((1 << bits) + window, 2), EMPTY_SLOT, keys.dtype)
+        slots[placed, 0] = keys[order]
+        slots[placed, 1] = order
+        return dataclasses.replace(self, slots=to_device(slots), window=window,
+                                   slot_bits=bits)
 
     def bucketed(self) -> CommonPart:
         """This table with buckets of a hash of its keys (host): between one and two keys
@@ -136,21 +169,37 @@ class CommonPart(eqx.Module):
         order = (bucket & 0xFFFFFFFF).astype(np.int32)
         del bucket
         probes = int(np.diff(start).max(initial=0)).bit_length()
-        return CommonPart(self.keys, self.n_common, self.width, self.degree,
-                          to_device(start), bits, probes,
-                          to_device(keys[order], self.keys.dtype), to_device(order),
-                          self.n_dense, self.below)
+        return dataclasses.replace(self, bucket_start=to_device(start), shift=bits,
+                                   probes=probes,
+                                   hashed_keys=to_device(keys[order], self.keys.dtype),
+                                   hashed_pos=to_device(order), slots=None, window=0,
+                                   slot_bits=0)
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
-        return CommonPart(self.keys, self.n_common, width, self.degree, self.bucket_start,
-                          self.shift, self.probes, self.hashed_keys, self.hashed_pos,
-                          self.n_dense, self.below)
+        return dataclasses.replace(self, width=width)
+
+    def locate(self, key: Array) -> tuple[Array, Array]:
+        """(the position of each key in the table, whether it is there), from the open
+        slots: one window of `window` slots read per key."""
+        slots = self.slots
+        assert slots is not None
+        flat = key.reshape(-1).astype(slots.dtype)
+        home = _bucket_of(flat, self.slot_bits).astype(jnp.int32)
+        zero = jnp.zeros((), jnp.int32)
+        win = jax.vmap(lambda h: jax.lax.dynamic_slice(slots, (h, zero),
+                                                       (self.window, 2)))(home)
+        hit = win[:, :, 0] == flat[:, None]
+        pos = jnp.sum(jnp.where(hit, win[:, :, 1], 0), axis=1)  # at most one hit
+        return (pos.astype(jnp.int32).reshape(key.shape),
+                jnp.any(hit, axis=1).reshape(key.shape))
 
     def find(self, key: Array) -> Array:
         """The position of each key in the table (of some other key where absent:
         compare)."""
         D = self.keys.shape[0]
+        if self.slots is not None:
+            return self.locate(key)[0]
         if self.bucket_start is None:
             return jnp.minimum(jnp.searchsorted(self.keys, key), D - 1)
         n_buckets = self.bucket_start.shape[0] - 1
@@ -220,6 +269,9 @@ class CommonPart(eqx.Module):
     def search(self, key: Array, ok: Array) -> Array:
         """The position of each key in the table where `ok`, else the sink D."""
         D = self.keys.shape[0]
+        if self.slots is not None:
+            pos, there = self.locate(key)
+            return jnp.where(ok & there, pos, D).astype(jnp.int32)
         pos = self.find(key)
         return jnp.where(ok & (self.keys[pos] == key), pos, D).astype(jnp.int32)
 
