@@ -184,16 +184,23 @@ class StoredProgram:
                # Context-managed flags, read as set for this thread; the stubs don't list them.
                str(jax.config.jax_default_device),  # pyright: ignore[reportAttributeAccessIssue]
                jax.config.jax_enable_x64)  # pyright: ignore[reportAttributeAccessIssue]
+        compiled = self._built(key, lambda: self._load_or_compile(where, key, args, kwargs,
+                                                                  statics))
+        return compiled(*args, **kwargs)
+
+    def _built(self, key: Any, build: Callable[[], Any]) -> Any:
+        """The executable for `key`: held in memory, else `build()` once (one thread builds
+        a program; others needing it wait for it)."""
         compiled = self._loaded.get(key)
         if compiled is None:
             with self._lock:
                 building = self._building.setdefault(key, threading.Lock())
-            with building:  # one thread builds a program; others needing it wait for it
+            with building:
                 compiled = self._loaded.get(key)
                 if compiled is None:
-                    compiled = self._load_or_compile(where, key, args, kwargs, statics)
+                    compiled = build()
                     self._loaded[key] = compiled
-        return compiled(*args, **kwargs)
+        return compiled
 
     def _load_or_compile(self, where: Path, key: tuple, args, kwargs, statics,
                          fn: Callable[..., Any] | None = None, in_tree: Any = None) -> Any:
@@ -325,26 +332,21 @@ class StoredFilterProgram(StoredProgram):
                str(jax.config.jax_default_device),  # pyright: ignore[reportAttributeAccessIssue]
                jax.config.jax_enable_x64)  # pyright: ignore[reportAttributeAccessIssue]
         inputs = [x for x in leaves if _is_input(x)]
-        compiled = self._loaded.get(key)
-        if compiled is None:
-            with self._lock:
-                building = self._building.setdefault(key, threading.Lock())
-            with building:
-                compiled = self._loaded.get(key)
-                if compiled is None:
-                    fixed = [None if _is_input(x) else x for x in leaves]
-                    wrapped = self._fn
 
-                    def program(*arrays):
-                        it = iter(arrays)
-                        full = [next(it) if v is None else v for v in fixed]
-                        return wrapped(*jax.tree_util.tree_unflatten(tree, full))
+        def build() -> Any:
+            fixed = [None if _is_input(x) else x for x in leaves]  # (no arrays kept)
+            wrapped = self._fn
 
-                    in_tree = jax.tree_util.tree_structure((tuple(inputs), {}))
-                    compiled = self._load_or_compile(where, key, tuple(inputs), {}, {},
-                                                     fn=program, in_tree=in_tree)
-                    self._loaded[key] = compiled
-        return compiled(*inputs)
+            def program(*arrays):
+                it = iter(arrays)
+                full = [next(it) if v is None else v for v in fixed]
+                return wrapped(*jax.tree_util.tree_unflatten(tree, full))
+
+            in_tree = jax.tree_util.tree_structure((tuple(inputs), {}))
+            return self._load_or_compile(where, key, tuple(inputs), {}, {}, fn=program,
+                                         in_tree=in_tree)
+
+        return self._built(key, build)(*inputs)
 
 
 def stored_filter_jit(fn: Callable[..., Any]) -> StoredFilterProgram:

@@ -197,12 +197,8 @@ def finite(name: str, x: Any) -> None:
     if is_traced(x):
         return
     host = host_array(x) if isinstance(x, jax.Array) else np.asarray(x)
-    if host is not None:
-        if host.dtype.kind in "fc" and not np.all(np.isfinite(host)):
-            raise InputError(f"{name} holds NaN or inf values")
-        return
-    a = x
-    if a.dtype.kind in "fc" and not bool(jnp.all(jnp.isfinite(a))):
+    a, xp = (x, jnp) if host is None else (host, np)  # on the host: no program
+    if a.dtype.kind in "fc" and not bool(xp.all(xp.isfinite(a))):
         raise InputError(f"{name} holds NaN or inf values")
 
 
@@ -218,18 +214,13 @@ def kernel_fits(name: str, x: Any, kxx: Callable[[Any], Any], kernel: str, *,
     if is_traced(x):
         return
     host = host_array(x) if isinstance(x, jax.Array) else np.asarray(x)
-    a = host if host is not None else x
+    a, xp = (x, jnp) if host is None else (host, np)  # on the host: no program to compile
     if a.dtype.kind not in "fc" or a.ndim != 2 or a.size == 0:
         return
-    if host is not None:  # on the host: no program to compile
-        with np.errstate(over="ignore", invalid="ignore"):
-            ok = np.isfinite(kxx(np.sum(host * host, axis=1)))
-        if np.all(ok):
-            return
-    else:
-        ok = jnp.isfinite(kxx(jnp.sum(a * a, axis=1)))
-        if bool(jnp.all(ok)):
-            return
+    with np.errstate(over="ignore", invalid="ignore"):
+        ok = xp.isfinite(kxx(xp.sum(a * a, axis=1)))
+    if bool(xp.all(ok)):
+        return
     i = int(np.flatnonzero(~np.asarray(ok))[0])
     row = np.asarray(a[i])
     j = int(np.argmax(np.abs(row)))

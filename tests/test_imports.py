@@ -102,6 +102,14 @@ def test_trees_never_import_the_learners():
             assert not bad, f"{name} imports {sorted(bad)}"
 
 
+def _python(code: str) -> subprocess.CompletedProcess:
+    """`code` run by a fresh interpreter, which must exit 0 (its stderr's end otherwise)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def test_every_module_imports_alone():
     # One fresh interpreter per module would cost a JAX import each; instead one interpreter
     # imports each module after dropping every jkern module from sys.modules.
@@ -114,10 +122,7 @@ def test_every_module_imports_alone():
         "    importlib.import_module(name)\n"
         "print('ok', len(names))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("ok")
+    assert _python(code).stdout.startswith("ok")
 
 
 # The floors, bottom to top (DESIGN.md: text -> trees -> forest -> Delta -> Gram / Nystrom ->
@@ -290,6 +295,4 @@ def test_a_public_name_loads_its_own_module_only():
         "else:\n"
         "    raise SystemExit('no AttributeError')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    _python(code)

@@ -231,27 +231,39 @@ class CommonPart(eqx.Module):
         # per combination (a combination's key, dense id and checks are sums and reads of
         # its positions' terms; no per-combination multiplication or division)
         common = f < (self.below or self.n_common)
-        d_ok = f < self.n_dense
-        small = jnp.minimum(f, self.n_dense)  # no overflow where not dense
-        ranks = [_comb(small, i + 1) for i in range(self.degree)]  # C(f, i + 1) at place i
         digit = f.astype(kdt) + 1
         zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
         keys, oks = [zero.astype(kdt)], [zero == 0]  # ∅
-        dense = [zero if self.n_dense else zero - 1]
         for j, combo in enumerate(combinations(self.width, self.degree), 1):
             if combo.size == 0:
                 break
-            last = combo[:, -1]  # ascending: the last position holds the largest feature
             key = digit[..., combo[:, 0]]
             for i in range(1, j):
                 key = key + digit[..., combo[:, i]] * kdt.type(base ** i)
             keys.append(key)
-            oks.append(common[..., last])
+            oks.append(common[..., combo[:, -1]])  # the last position: the largest feature
+        return (jnp.concatenate(keys, axis=-1), jnp.concatenate(oks, axis=-1),
+                jnp.concatenate(self.dense_ids_of(f), axis=-1))
+
+    def dense_ids_of(self, f: Int[Array, "*batch w"]) -> list[Array]:
+        """The dense ids of x's conjunctions over its first `width` positions (rows
+        ascending), one array per size j = 0..d (∅, then the static position combinations
+        of `combinations`): Σ_i C(f_i, i + 1) past the ids of the smaller sizes, -1 where a
+        feature is not among the `n_dense` first (∅: 0, or -1 without dense features). A
+        term per position, read per combination (no per-combination arithmetic)."""
+        f = f[..., :self.width]
+        d_ok = f < self.n_dense
+        small = jnp.minimum(f, self.n_dense)  # no overflow where not dense
+        ranks = [_comb(small, i + 1) for i in range(self.degree)]  # C(f, i + 1) at place i
+        zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
+        dense = [zero if self.n_dense else zero - 1]
+        for j, combo in enumerate(combinations(self.width, self.degree), 1):
+            if combo.size == 0:
+                break
             at = _dense_offset(self.n_dense, j) + sum(
                 ranks[i][..., combo[:, i]] for i in range(j))
-            dense.append(jnp.where(d_ok[..., last], at, -1).astype(jnp.int32))
-        return (jnp.concatenate(keys, axis=-1), jnp.concatenate(oks, axis=-1),
-                jnp.concatenate(dense, axis=-1))
+            dense.append(jnp.where(d_ok[..., combo[:, -1]], at, -1).astype(jnp.int32))
+        return dense
 
     def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
         """The weight ids of x's common conjunctions (∅ first, then by size over the static
@@ -476,13 +488,8 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
         b = jnp.minimum(jnp.sum(r < nd, axis=1), a)
         # dense: every combination whose last (largest) feature is dense
         total = jnp.full((B,), c[0], weights.dtype) * empty
-        small = jnp.minimum(r, nd)
-        for j, combo in enumerate(combinations(W, d), 1):
-            if combo.size == 0:
-                break
-            at = _dense_offset(nd, j) + sum(_comb(small[:, combo[:, t]], t + 1)
-                                            for t in range(j))
-            ok = r[:, combo[:, -1]] < nd
+        for j, at in enumerate(table.dense_ids_of(r)[1:], 1):
+            ok = at >= 0
             total = total + c[j] * jnp.sum(
                 jnp.where(ok, weights[jnp.where(ok, at, 0)], 0), axis=1)
         # searched: per row and size j the colex ranks [C(b, j), C(a, j)), packed size by
