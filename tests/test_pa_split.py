@@ -3,6 +3,8 @@ bit (exact mode) at d = 1, 2, 3 on random, synthetic and boundary vectors, for s
 
 from __future__ import annotations
 
+from math import comb
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -328,15 +330,20 @@ def test_common_part_finds_every_key_and_no_other(layout):
 
 
 @pytest.mark.parametrize("degree", [2, 3])
-def test_kept_ids_give_dense_ids_and_search_the_rest(degree):
-    """`kept_ids` (more rows than one chunk of visits): conjunctions of the most frequent
+def test_kept_ids_give_dense_ids_and_search_the_rest(degree, monkeypatch):
+    """`kept_ids` (more rows than one chunk of visits) keeps the searched conjunctions'
+    ids only, row by row; `CommonPart.ids_from` computes the dense ones and reads those,
+    giving what `CommonPart.ids` finds in one program. Conjunctions of the most frequent
     features get arithmetic ids, the others are searched; each id names the row's
     conjunction (a dense id its key in `dense_keys`, a table id its key in the table, the
-    sink one the table lacks), as `CommonPart.ids` computes them in one program."""
-    from jkern.pa._slice import CHUNK_VISITS, _search_rows, dense_seen, kept_ids
+    sink one the table lacks)."""
+    import jkern.pa._slice as slice_module
+    from jkern.pa._slice import CHUNK_VISITS, dense_seen, kept_ids
     from jkern.pa._split import common_part
     from jkern.pa._table import dense_keys
 
+    # searched and sent to the device in many small pieces (each must land whole)
+    monkeypatch.setattr(slice_module, "SEARCH_KEYS", 256)
     rng = np.random.default_rng(degree)
     n, F = CHUNK_VISITS + 700, 60
     # frequency-ordered rows of 1..7 features, skewed towards the small ids
@@ -352,10 +359,17 @@ def test_kept_ids_give_dense_ids_and_search_the_rest(degree):
     val = np.asarray(Xf.values)
     idx = jnp.asarray(np.sort(np.where(val != 0, np.asarray(Xf.indices), N), axis=1),
                       jnp.int32)
-    got = np.asarray(kept_ids(common, idx, 2))
-    pad = -n % CHUNK_VISITS
-    want = np.asarray(_search_rows(common, jnp.pad(idx, ((0, pad), (0, 0)), mode="edge")
-                                   .reshape(-1, CHUNK_VISITS, idx.shape[1])))[:n]
+    kept = kept_ids(common, idx, 2)
+    assert kept is not None
+    # one row's kept ids: its conjunctions whose largest feature is common but not dense
+    r = np.asarray(idx)[:, :common.width]
+    a, b = np.sum(r < N, axis=1), np.sum(r < 9, axis=1)
+    count = sum(comb(int(x), j) - comb(int(z), j) for x, z in zip(a, b)
+                for j in range(1, degree + 1))
+    assert int(np.asarray(kept.start)[-1]) == count and count > 0
+    got = np.asarray(jax.jit(lambda c, i, k: c.ids_from(i, k, jnp.arange(n)))(
+        common, idx, kept))
+    want = np.asarray(jax.jit(lambda c, i: c.ids(i))(common, idx))
     assert np.array_equal(got, want)
     key, ok, _ = (np.asarray(a) for a in common.keys_of(idx))
     table = np.asarray(common.keys)
@@ -367,9 +381,8 @@ def test_kept_ids_give_dense_ids_and_search_the_rest(degree):
     assert not np.any(np.isin(key[sink], table)) and np.all(key[sink] >= (9 + 1))
     assert np.all(got[~ok] == common.size)
     assert is_dense.any() and in_table.any() and sink.any()
-    # the dense conjunctions that occur: from the kept ids or from the rows, the same
-    seen = dense_seen(common, idx, jnp.asarray(got))
-    assert np.array_equal(seen, dense_seen(common, idx, None))
+    # the dense conjunctions that occur
+    seen = dense_seen(common, idx)
     assert np.array_equal(np.flatnonzero(seen), np.unique(got[is_dense]))
 
 

@@ -188,8 +188,9 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
                       mask, record: bool, kept_ids, block: int, rare: RarePart | None = None):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
-    visits (`order`, `[chunks, size]`), the weight ids of its examples (from `kept_ids`,
-    `[n, K]`, when every example's were searched once; else in one batched search), then
+    visits (`order`, `[chunks, size]`), the weight ids of its examples (the searched ones
+    from `kept_ids`, `KeptIds`, when every example's were searched once; else in one
+    batched search), then
     blocks of `block` visits (`ExplicitPA.step_block`). With `rare` (`_rare`), the
     conjunctions of rare features are not weights: each example's rare margin r = P α is
     kept and added to at each update; returns (state, margins, updated, α per example)
@@ -202,7 +203,8 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
 
     def chunk(carry, args):
         pos, valid = args
-        ids = common.ids(idx[pos]) if kept_ids is None else kept_ids[pos]
+        rows = idx[pos]
+        ids = common.ids(rows) if kept_ids is None else common.ids_from(rows, kept_ids, pos)
         pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
         ids = ids.reshape(pos.shape + ids.shape[1:])
 
@@ -604,7 +606,7 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         state = learner.init(common.size, dtype=p.dtype)
         idx_j = to_device(idx, jnp.int32)
         kept = kept_ids(common, idx_j, p.epochs)
-        seen = dense_seen(common, idx_j, kept)
+        seen = dense_seen(common, idx_j)
         out = _run_conjunctions(
             learner, common, state, idx_j, sq, p.y, to_device(order), to_device(mask),
             p.record, kept, p.block, rare)

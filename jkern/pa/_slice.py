@@ -47,7 +47,7 @@ from ._split import (
     first_rows,
     posting_starts,
 )
-from ._table import CommonPart
+from ._table import CommonPart, KeptIds, binomials
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
 IDS_BYTES = 2**30  # keep every example's conjunction ids when they fit
@@ -115,50 +115,72 @@ def ensure_room(state: SplitState, need: np.ndarray, events: int) -> SplitState:
     return state
 
 
-def kept_ids(common: CommonPart, indices: Array, epochs: int) -> Array | None:
-    """`[n, K]` the common-conjunction ids of every row of `indices`, searched once (a chunk
-    of CHUNK_VISITS rows at a time) to serve every epoch, when there are several epochs,
-    more rows than one chunk and the ids fit IDS_BYTES; else None, and each chunk of visits
+def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
+    """The table ids of every row's searched conjunctions (`KeptIds`: the rows of
+    `indices`, ascending), searched once, CHUNK_VISITS rows at a time, to serve every epoch
+    (`CommonPart.ids_from` computes the dense ids), when there are several epochs, more
+    rows than one chunk and the ids fit IDS_BYTES; else None, and each chunk of visits
     searches its own (a single chunk costs less to search again than to compile a second
-    search)."""
+    search). Where every common conjunction is dense (no table) nothing is searched or
+    kept."""
     n, k = indices.shape
-    if epochs < 2 or n <= CHUNK_VISITS or n * common.n_ids * 4 > IDS_BYTES:
+    if epochs < 2 or n <= CHUNK_VISITS:
         return None
-    if not common.n_dense:  # no dense conjunctions: search every key
-        rows = jnp.pad(indices, ((0, -n % CHUNK_VISITS), (0, 0)), mode="edge")
-        return _search_rows(common, rows.reshape(-1, CHUNK_VISITS, k))[:n]
-    # The conjunctions of the most frequent features (most of them) have arithmetic ids;
-    # only the others are searched, gathered on the host into pieces of SEARCH_KEYS. The
-    # ids are written chunk by chunk into one donated buffer (the last chunk overlaps the
-    # one before instead of padding past n: no second copy of the ids).
-    out = jnp.zeros((n, common.n_ids), jnp.int32)
     host = np.asarray(indices)  # (chunks cut on the host: no slicing program)
-    for start in range(0, n, CHUNK_VISITS):
-        start = min(start, n - CHUNK_VISITS)
-        rows = to_device(host[start:start + CHUNK_VISITS])
+    f = host[:, :common.width]
+    a = np.sum(f < (common.below or common.n_common), axis=1)
+    b = np.minimum(np.sum(f < common.n_dense, axis=1), a)
+    binom = binomials(common.width, common.degree).astype(np.int64)
+    count = np.sum(binom[a] - binom[b], axis=1)
+    start = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=start[1:])
+    E = int(start[-1])
+    if E * 4 > IDS_BYTES or E >= 2**31:
+        return None
+    # the ids go to the device in pieces of SEARCH_KEYS (one program), the last padded
+    flat = jnp.zeros((max(1, -(-E // SEARCH_KEYS)) * SEARCH_KEYS,), jnp.int32)
+    kept = KeptIds(flat, to_device(start.astype(np.int32)))
+    if E == 0:
+        return kept
+    piece = np.zeros(SEARCH_KEYS, np.int32)
+    filled, written = 0, 0  # ids in `piece`; ids written to the device
+    for at in range(0, n, CHUNK_VISITS):
+        lo = min(at, n - CHUNK_VISITS)  # the last chunk overlaps the one before
+        rows = to_device(host[lo:lo + CHUNK_VISITS])
         ids = np.array(_dense_pass(common, rows))
-        flat = ids.reshape(-1)
-        miss = np.flatnonzero(flat == _SEARCH)
+        need = ids == _SEARCH
+        flat_ids = ids.reshape(-1)
+        miss = np.flatnonzero(need.reshape(-1))
         # (the keys are a program of their own: as a second output of `_dense_pass` they
         # made it four times slower)
         keys = np.asarray(_chunk_keys(common, rows)) if len(miss) else None
-        for at in range(0, len(miss), SEARCH_KEYS):
-            part = miss[at:at + SEARCH_KEYS]
+        for m in range(0, len(miss), SEARCH_KEYS):
+            part = miss[m:m + SEARCH_KEYS]
             assert keys is not None
             want = np.zeros(SEARCH_KEYS, keys.dtype)  # padding: ∅'s key
             want[:len(part)] = keys.reshape(-1)[part]
-            flat[part] = common.offset + np.asarray(_search_keys(common, want))[:len(part)]
-        out = _put_rows(out, ids, start)
-    return out
+            flat_ids[part] = common.offset + np.asarray(_search_keys(common, want))[:len(part)]
+        # the searched ones, row by row, in position order, which is `KeptIds` order (the
+        # positions are colex within each size); ∅ (id 0) is never kept
+        out = ids[at - lo:, 1:][need[at - lo:, 1:]]
+        assert len(out) == int(start[min(lo + CHUNK_VISITS, n)] - start[at])
+        while len(out):
+            take, out = out[:SEARCH_KEYS - filled], out[SEARCH_KEYS - filled:]
+            piece[filled:filled + len(take)] = take
+            filled += len(take)
+            if filled == SEARCH_KEYS:
+                kept = kept._replace(flat=_put_piece(kept.flat, to_device(piece), written))
+                # a new buffer: the transfer may still read the one just sent
+                piece = np.zeros(SEARCH_KEYS, np.int32)
+                written, filled = written + SEARCH_KEYS, 0
+    if filled:
+        piece[filled:] = common.size
+        kept = kept._replace(flat=_put_piece(kept.flat, to_device(piece), written))
+    return kept
 
 
 SEARCH_KEYS = 1 << 16  # keys searched in one call (one program whatever the data)
 _SEARCH = -2  # a conjunction to search (not a dense one)
-
-
-@stored_filter_jit
-def _search_rows(common: CommonPart, rows):
-    return jax.lax.map(common.ids, rows).reshape(-1, common.n_ids)
 
 
 @stored_filter_jit
@@ -169,12 +191,10 @@ def _dense_pass(common: CommonPart, rows):
     return jnp.where(dense >= 0, dense, jnp.where(ok, _SEARCH, common.size)).astype(jnp.int32)
 
 
-def dense_seen(common: CommonPart, indices: Array, kept: Array | None) -> np.ndarray:
-    """`[offset]` which dense conjunctions occur in the rows of `indices` (their ids in
-    `kept`, `kept_ids`' answer, when there; else computed a chunk at a time)."""
+def dense_seen(common: CommonPart, indices: Array) -> np.ndarray:
+    """`[offset]` which dense conjunctions occur in the rows of `indices`, computed a chunk
+    at a time."""
     seen = to_device(np.zeros((common.offset + 1,), bool))  # the last: every other id
-    if kept is not None:
-        return np.asarray(_mark_ids(seen, kept))[:-1]
     rows = np.asarray(indices)
     n = rows.shape[0]
     step = CHUNK_VISITS
@@ -182,21 +202,6 @@ def dense_seen(common: CommonPart, indices: Array, kept: Array | None) -> np.nda
         start = max(0, min(start, n - step))  # marking twice is harmless: one shape
         seen = _mark_rows(seen, common, to_device(rows[start:start + step]))
     return np.asarray(seen)[:-1]
-
-
-@functools.partial(jax.jit, donate_argnums=0)
-def _mark_ids(seen, ids):
-    """`seen` with the ids of `ids` (`[n, K]`) marked, CHUNK_VISITS rows at a time (the ids
-    are a fit's largest array: no temporary of their size)."""
-    n = ids.shape[0]
-    step = min(CHUNK_VISITS, n)
-
-    def mark(i, seen):
-        start = jnp.minimum(i * step, n - step)  # the last chunk overlaps: marking is idempotent
-        part = jax.lax.dynamic_slice_in_dim(ids, start, step)
-        return seen.at[jnp.minimum(part, seen.shape[0] - 1)].set(True)
-
-    return jax.lax.fori_loop(0, -(-n // step), mark, seen)
 
 
 @stored_filter_jit
@@ -216,22 +221,24 @@ def _search_keys(common: CommonPart, keys):
 
 
 @functools.partial(jax.jit, donate_argnums=0)
-def _put_rows(out, rows, start):
-    return jax.lax.dynamic_update_slice(out, rows, (start, 0))
+def _put_piece(out, piece, start):
+    return jax.lax.dynamic_update_slice(out, piece, (start,))
 
 
 @stored_filter_jit
 def _run(learner: SplitPA, state: SplitState, data: SplitInstance, y, order, mask, kept,
          record: bool, block: int):
     """Visit `order` (`[chunks, CHUNK_VISITS]`, `mask` False on padding): per chunk, the
-    common-conjunction ids of its examples (from `kept`, `[n, K]`, when every example's
-    were searched once; else one batched search), then blocks of `block` examples
+    common-conjunction ids of its examples (the searched ones from `kept`, `KeptIds`, when
+    every example's were searched once; else one batched search), then blocks of `block` examples
     (`SplitPA.step_block`)."""
     size = order.shape[1]
 
     def chunk(state, args):
         pos, valid = args
-        ids = learner.common.ids(data.indices[pos]) if kept is None else kept[pos]
+        rows = data.indices[pos]
+        ids = (learner.common.ids(rows) if kept is None
+               else learner.common.ids_from(rows, kept, pos))
         pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
         ids = ids.reshape(pos.shape + ids.shape[1:])
 

@@ -10,9 +10,10 @@ base = N + 1 (∅ = 0); the margin of x sums c_|U| w_U over its conjunctions, c 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -43,9 +44,42 @@ def conjunction_coefficients(degree: int) -> tuple[int, ...]:
 
 
 def combinations(width: int, degree: int) -> tuple[np.ndarray, ...]:
-    """Static position combinations of sizes 1..d over the first `width` positions."""
-    return tuple(np.asarray(list(itertools.combinations(range(width), j)), np.int32)
-                 .reshape(-1, j) for j in range(1, degree + 1))
+    """Static position combinations of sizes 1..d over the first `width` positions, each
+    size in colex order (by largest position, then the next...): the combinations within
+    the first p positions are the first C(p, j), and a combination's rank is
+    Σ_i C(p_i, i + 1)."""
+    return tuple(np.asarray(sorted(itertools.combinations(range(width), j),
+                                   key=lambda c: c[::-1]), np.int32).reshape(-1, j)
+                 for j in range(1, degree + 1))
+
+
+def colex_sums(terms: list[Array], width: int) -> list[Array]:
+    """For j = 1..len(terms): `[..., C(width, j)]` Σ_i terms[i][p_i] over the combinations
+    p_0 < ... < p_{j-1} of the first `width` positions, in colex order (`combinations`).
+    Built size by size with static slices only (no gather): the combinations of size j
+    whose largest position is p are those of size j - 1 within the first p positions (the
+    first C(p, j - 1) of the previous size) plus p's term."""
+    out: list[Array] = []
+    for j, term in enumerate(terms, 1):
+        if j == 1:
+            cur = term[..., :width]
+        else:
+            lower = out[-1]
+            parts = [lower[..., :math.comb(p, j - 1)] + term[..., p:p + 1]
+                     for p in range(width) if math.comb(p, j - 1)]
+            cur = (jnp.concatenate(parts, axis=-1) if parts
+                   else jnp.zeros(term.shape[:-1] + (0,), term.dtype))
+        out.append(cur)
+    return out
+
+
+def by_largest(flag: Array, width: int, size: int) -> Array:
+    """`[..., C(width, size)]` each combination's value of `flag` at its largest position
+    (colex order, static slices: position p's value repeated C(p, size - 1) times)."""
+    parts = [jnp.broadcast_to(flag[..., p:p + 1], flag.shape[:-1] + (math.comb(p, size - 1),))
+             for p in range(width) if math.comb(p, size - 1)]
+    return (jnp.concatenate(parts, axis=-1) if parts
+            else jnp.zeros(flag.shape[:-1] + (0,), flag.dtype))
 
 
 class CommonPart(eqx.Module):
@@ -227,22 +261,17 @@ class CommonPart(eqx.Module):
         base = self.n_common + 1
         f = indices[..., :self.width]
         kdt = self.keys.dtype
-        # every term is a function of one position: computed once per position, then read
-        # per combination (a combination's key, dense id and checks are sums and reads of
-        # its positions' terms; no per-combination multiplication or division)
+        # every term is a function of one position: computed once per position, then
+        # summed per combination by static slices (`colex_sums`; no gather, and no
+        # per-combination multiplication or division)
         common = f < (self.below or self.n_common)
         digit = f.astype(kdt) + 1
         zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
-        keys, oks = [zero.astype(kdt)], [zero == 0]  # ∅
-        for j, combo in enumerate(combinations(self.width, self.degree), 1):
-            if combo.size == 0:
-                break
-            key = digit[..., combo[:, 0]]
-            for i in range(1, j):
-                key = key + digit[..., combo[:, i]] * kdt.type(base ** i)
-            keys.append(key)
-            oks.append(common[..., combo[:, -1]])  # the last position: the largest feature
-        return (jnp.concatenate(keys, axis=-1), jnp.concatenate(oks, axis=-1),
+        keys = colex_sums([digit * kdt.type(base ** i) for i in range(self.degree)],
+                          self.width)
+        oks = [by_largest(common, self.width, j) for j in range(1, self.degree + 1)]
+        return (jnp.concatenate([zero.astype(kdt), *keys], axis=-1),
+                jnp.concatenate([zero == 0, *oks], axis=-1),
                 jnp.concatenate(self.dense_ids_of(f), axis=-1))
 
     def dense_ids_of(self, f: Int[Array, "*batch w"]) -> list[Array]:
@@ -250,20 +279,46 @@ class CommonPart(eqx.Module):
         ascending), one array per size j = 0..d (∅, then the static position combinations
         of `combinations`): Σ_i C(f_i, i + 1) past the ids of the smaller sizes, -1 where a
         feature is not among the `n_dense` first (∅: 0, or -1 without dense features). A
-        term per position, read per combination (no per-combination arithmetic)."""
+        term per position, summed per combination by static slices (`colex_sums`)."""
         f = f[..., :self.width]
         d_ok = f < self.n_dense
         small = jnp.minimum(f, self.n_dense)  # no overflow where not dense
         ranks = [_comb(small, i + 1) for i in range(self.degree)]  # C(f, i + 1) at place i
         zero = jnp.zeros(f.shape[:-1] + (1,), jnp.int32)
         dense = [zero if self.n_dense else zero - 1]
-        for j, combo in enumerate(combinations(self.width, self.degree), 1):
-            if combo.size == 0:
-                break
-            at = _dense_offset(self.n_dense, j) + sum(
-                ranks[i][..., combo[:, i]] for i in range(j))
-            dense.append(jnp.where(d_ok[..., combo[:, -1]], at, -1).astype(jnp.int32))
+        for j, at in enumerate(colex_sums(ranks, self.width), 1):
+            ok = by_largest(d_ok, self.width, j)
+            dense.append(jnp.where(ok, _dense_offset(self.n_dense, j) + at, -1)
+                         .astype(jnp.int32))
         return dense
+
+    def ids_from(self, indices: Int[Array, "*batch k"], kept: KeptIds, rows: Int[Array, "*batch"]
+                 ) -> Int[Array, "*batch K"]:
+        """`ids(indices)`, the rows being rows `rows` of the data whose searched ids `kept`
+        holds (`_slice.kept_ids`): the dense ids computed, the searched ones read (no
+        search). Rows ascending, as for `ids`."""
+        f = indices[..., :self.width]
+        a = jnp.sum(f < (self.below or self.n_common), axis=-1, keepdims=True)
+        b = jnp.minimum(jnp.sum(f < self.n_dense, axis=-1, keepdims=True), a)
+        binom = jnp.asarray(binomials(self.width, self.degree))
+        dense = self.dense_ids_of(f)
+        if self.n_dense >= (self.below or self.n_common):  # every common one is dense
+            return jnp.concatenate([jnp.where(d >= 0, d, self.size) for d in dense],
+                                   axis=-1).astype(jnp.int32)
+        if not self.n_dense:  # ∅ is the table's first key (0) where it is there
+            dense[0] = jnp.broadcast_to(jnp.where(self.keys[0] == 0, 0, -1), dense[0].shape)
+        at = kept.start[rows][..., None]  # where the row's searched ids of this size start
+        out = [dense[0]]
+        for j in range(1, self.degree + 1):
+            # size j's positions are its colex ranks r; the searched are C(b, j) <= r < C(a, j)
+            lo, hi = binom[b, j], binom[a, j]
+            r = jax.lax.broadcasted_iota(jnp.int32, dense[j].shape, dense[j].ndim - 1)
+            searched = (r >= lo) & (r < hi)
+            got = kept.flat.at[jnp.where(searched, at + r - lo, 0)].get(mode="promise_in_bounds")
+            out.append(jnp.where(dense[j] >= 0, dense[j],
+                                 jnp.where(searched, got, self.size)))
+            at = at + hi - lo
+        return jnp.concatenate(out, axis=-1).astype(jnp.int32)
 
     def ids(self, indices: Int[Array, "*batch k"]) -> Int[Array, "*batch K"]:
         """The weight ids of x's common conjunctions (∅ first, then by size over the static
@@ -294,6 +349,28 @@ class CommonPart(eqx.Module):
                        for _ in range(combo.shape[0])]
         col = jnp.asarray(np.asarray(c)[np.asarray(sizes, np.int64)], dtype)
         return jnp.where(ids < self.size, col, 0)
+
+
+class KeptIds(NamedTuple):
+    """The table ids of the searched conjunctions of every training row, row by row: those
+    whose largest feature is common but not dense, which over a row sorted ascending (a
+    common, b dense features) are the colex ranks [C(b, j), C(a, j)) of each size j, in
+    that order (`CommonPart.ids_from` reads them; the dense ids are computed).
+
+    Attributes:
+        flat: `[E]` the ids (offset + table position, or the sink), padded.
+        start: `[n + 1]` where each row's start in `flat`.
+    """
+
+    flat: Int[Array, " E"]
+    start: Int[Array, " n1"]
+
+
+@functools.cache
+def binomials(width: int, degree: int) -> np.ndarray:
+    """`[width + 1, degree + 1]` C(w, j)."""
+    return np.asarray([[math.comb(w, j) for j in range(degree + 1)]
+                       for w in range(width + 1)], np.int32)
 
 
 def dense_features(n_common: int, degree: int, budget: int = DENSE_IDS) -> int:

@@ -38,9 +38,9 @@ rare = rare_part(idx, F, N, deg) if N < F else None
 mark(f"rare part {0 if rare is None else rare.partner.shape[0]:,} pairs width {0 if rare is None else rare.width}", since)
 idx_j = jnp.asarray(idx, jnp.int32)
 kept = kept_ids(common, idx_j, 10)
-if kept is not None: kept.block_until_ready()
+jax.block_until_ready(kept)
 mark("id search", since)
-seen = dense_seen(common, idx_j, kept)
+seen = dense_seen(common, idx_j)
 mark("dense seen", since)
 learner = ExplicitPA(jnp.float64(1.0), degree=deg, exact=True)
 n = len(val); size = -(-min(CHUNK_VISITS, n * 10) // 32) * 32
