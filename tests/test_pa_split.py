@@ -432,3 +432,15 @@ def test_rare_part_pairs_and_coefficients():
                 want[j] = (1 + a + b) ** d - (1 + a) ** d
         assert got == want
         assert start[i + 1] - start[i] <= rare.width
+
+
+@pytest.mark.parametrize(("n", "degree"), [(0, 2), (1, 3), (9, 3), (60, 2), (40, 3)])
+def test_dense_keys_of_decodes_every_dense_id(n, degree):
+    """`dense_keys_of` (the combinatorial number system decoded) names each dense id's
+    conjunction as `dense_keys` (built size by size from the smaller keys) does."""
+    from jkern.pa._table import dense_keys, dense_keys_of
+
+    base = n + 1
+    every = dense_keys(n, degree, base)
+    ids = np.random.default_rng(n).permutation(len(every))
+    assert np.array_equal(dense_keys_of(ids, n, degree, base), every[ids])

@@ -56,7 +56,7 @@ from ._pke import ExpandedModel, expand_support_vectors
 from ._rare import RarePart, add_partners, rare_conjunctions, rare_features, rare_part
 from ._slice import CHUNK_VISITS, dense_seen, fit_split, kept_ids
 from ._split import common_part
-from ._table import CommonPart, dense_features, dense_keys
+from ._table import CommonPart, dense_features, dense_keys_of
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -640,7 +640,7 @@ def _model_weights(common: CommonPart, seen: np.ndarray, w: Array,
     first = int(np.searchsorted(table, 0))  # an empty table's one key is -1
     table = table[first:]
     dense = np.flatnonzero(seen)
-    more = [dense_keys(common.n_dense, common.degree, common.n_common + 1)[dense]
+    more = [dense_keys_of(dense, common.n_dense, common.degree, common.n_common + 1)
             if common.n_dense else np.zeros(0, np.int64)]
     rare_w = [] if rare is None else [np.asarray(rare[1])]  # (host: `rare_conjunctions`)
     if rare is not None:

@@ -172,11 +172,17 @@ class CommonPart(eqx.Module):
         D = len(keys)
         bits = max(1, int(np.ceil(np.log2(max(D, 1) / load))))
         while True:
+            # by home slot, ties in key order: one in-place sort of (home, position) pairs
+            # (a stable argsort is several times slower)
             home = _bucket_of(keys, bits).astype(np.int64)
-            order = np.argsort(home, kind="stable")
+            home <<= 32
+            home |= np.arange(D, dtype=np.int64)
+            home.sort()
+            order = home & 0xFFFFFFFF
+            home >>= 32  # the homes, in that order
             at = np.arange(D, dtype=np.int64)
-            placed = at + np.maximum.accumulate(home[order] - at) if D else at
-            window = int((placed - home[order]).max(initial=0)) + 1
+            placed = at + np.maximum.accumulate(home - at) if D else at
+            window = int((placed - home).max(initial=0)) + 1
             if window <= longest or bits >= 30:
                 break
             bits += 1
@@ -469,6 +475,33 @@ def dense_keys(n: int, degree: int, base: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def dense_keys_of(ids: np.ndarray, n: int, degree: int, base: int) -> np.ndarray:
+    """The keys (in `base`) of the conjunctions with dense ids `ids` (of `n` dense features,
+    ≤ d of them): `dense_keys(n, degree, base)[ids]` without building every key. An id of
+    size j is its size's offset plus Σ_i C(f_i, i + 1) (the combinatorial number system),
+    decoded from the largest feature down: f_i is the largest f with C(f, i + 1) ≤ what
+    is left.
+
+    >>> dense_keys_of(np.array([0, 3, 6]), 3, 2, 10).tolist()
+    [0, 3, 32]
+    """
+    ids = np.asarray(ids, np.int64)
+    keys = np.zeros(len(ids), np.int64)
+    f = np.arange(n + 1, dtype=np.int64)
+    for j in range(1, degree + 1):
+        lo, hi = _dense_offset(n, j), n_conjunctions(n, j)
+        at = np.flatnonzero((ids >= lo) & (ids < hi))
+        rest = ids[at] - lo
+        key = np.zeros(len(at), np.int64)
+        for i in range(j - 1, -1, -1):
+            table = _comb(f, i + 1)  # ascending in f (0 below i + 1)
+            fi = np.searchsorted(table, rest, side="right") - 1
+            rest = rest - table[fi]
+            key += (fi + 1) * base ** i
+        keys[at] = key
+    return keys
+
+
 def _bucket_of(key: Any, bits: int) -> Any:
     """The top `bits` bits of a 64-bit (or, for int32 keys, 32-bit) mix of `key` (MurmurHash3's
     finalizer), the same on the host (NumPy) and in JAX."""
@@ -576,7 +609,11 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
             count = binom[a, j] - lo
             ends = jnp.cumsum(count)
             q = jnp.arange(searched[j - 1], dtype=ends.dtype)
-            row = jnp.minimum(jnp.searchsorted(ends, q, side="right"), B - 1)
+            # each packed conjunction's row: how many rows end at or before it (a scatter
+            # of the B ends and a running sum, not a binary search per conjunction)
+            S = searched[j - 1]
+            ended = jnp.zeros((S + 1,), jnp.int32).at[jnp.minimum(ends, S)].add(1)
+            row = jnp.minimum(jnp.cumsum(ended[:S]), B - 1)
             live = q < ends[-1]
             rank_in = jnp.where(live, lo[row] + q - (ends[row] - count[row]), 0)
             pos = colex[j - 1, rank_in][:, :j]  # [S, j] positions
