@@ -294,9 +294,16 @@ class ConjunctionModel(eqx.Module):
                      constant_values=F).reshape(-1, B, max(width, idx.shape[1]))
         # the conjunctions of the lowest ids (the most frequent features where X was
         # renumbered by `frequency_order`, as for opal) are read at arithmetic ids, unsearched
-        table, src = dense_layout(np.asarray(self.keys), F, width, self.degree)
-        weights = (jnp.take(self.weights, to_device(src)) if is_traced(self.weights)
-                   else to_device(np.asarray(self.weights)[src]))  # (no gather program)
+        keys = np.asarray(self.keys)
+        if is_traced(self.weights):
+            table, src = dense_layout(keys, F, width, self.degree)
+            weights = jnp.take(self.weights, to_device(src))
+        else:  # (no gather program) and only the conjunctions whose weight is not 0: they
+            # alone move a margin, and most of a fit's are 0 (never in an updated example)
+            host_w = np.asarray(self.weights)
+            nonzero = np.flatnonzero(host_w[:-1] != 0)
+            table, src = dense_layout(keys[nonzero], F, width, self.degree)
+            weights = to_device(np.append(host_w[nonzero], host_w[-1:])[src])
         rank = np.arange(F, dtype=np.int32)
         searched = searched_bound(rank, table, F, idx, idx < F)
         out = table_margins(to_device(rank), weights, table, F, to_device(idx, jnp.int32),
