@@ -17,6 +17,7 @@ Modes (all the same PA-I, `_kernel`'s rule; all but `linear` the same model):
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -606,7 +607,6 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         state = learner.init(common.size, dtype=p.dtype)
         idx_j = to_device(idx, jnp.int32)
         kept = kept_ids(common, idx_j, p.epochs)
-        seen = dense_seen(common, idx_j)
         out = _run_conjunctions(
             learner, common, state, idx_j, sq, p.y, to_device(order), to_device(mask),
             p.record, kept, p.block, rare)
@@ -614,7 +614,7 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         state, ms, upds = out[:3]
         more = (None if rare is None
                 else rare_conjunctions(idx, np.asarray(out[3]), F, N, p.degree))
-        keys, w = _model_weights(common, seen, state.w, more)
+        keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), state.w, more)
     host_w = host_array(w)
     if host_w is not None:  # on the host: no programs to compile
         host_w = host_w.astype(p.dtype) / SCALE if p.exact else host_w
@@ -629,22 +629,36 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
     return _Run(model, ms, upds, code, stats={} if linear else {"n_common": N})
 
 
-def _model_weights(common: CommonPart, seen: np.ndarray, w: Array,
+def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], w: Array,
                    rare: tuple[np.ndarray, Any] | None = None) -> tuple[np.ndarray, Array]:
     """(sorted keys, weights and the sink's 0 last) of the conjunction model from a fit's
-    weights in `common`'s layout: the table's conjunctions, the dense ones that occur in the
-    training rows (`seen`), and `rare`'s (keys, weights) from `_rare.rare_conjunctions`, when
-    given. The three key sets are disjoint; traceable in the weights (one grid of C, one key
-    set)."""
+    weights in `common`'s layout: the table's conjunctions, the dense ones, and `rare`'s
+    (keys, weights) from `_rare.rare_conjunctions`, when given; the three key sets are
+    disjoint. Concrete weights: only the conjunctions whose weight is not 0 (no others move
+    a margin; most of a fit's never were in an updated example). Traced weights (one grid
+    of C, one key set): every table conjunction, and the dense ones that occur in the
+    training rows (`seen()`, `[offset]` flags, only then computed)."""
     table = np.asarray(common.keys, np.int64)
     first = int(np.searchsorted(table, 0))  # an empty table's one key is -1
     table = table[first:]
-    dense = np.flatnonzero(seen)
+    host_w = host_array(w)
+    rare_keys = None if rare is None else np.asarray(rare[0], np.int64)
+    rare_w = None if rare is None else np.asarray(rare[1])  # (host: `rare_conjunctions`)
+    if host_w is not None:  # concrete weights: merged on the host (no programs to compile)
+        dense = np.flatnonzero(host_w[:common.offset] != 0)
+        table_w = host_w[common.offset + first:common.size]
+        live = np.flatnonzero(table_w != 0)
+        table, table_w = table[live], table_w[live]
+        if rare_keys is not None and rare_w is not None:
+            live = np.flatnonzero(rare_w != 0)
+            rare_keys, rare_w = rare_keys[live], rare_w[live]
+    else:
+        dense = np.flatnonzero(seen())
+        table_w = None
     more = [dense_keys_of(dense, common.n_dense, common.degree, common.n_common + 1)
             if common.n_dense else np.zeros(0, np.int64)]
-    rare_w = [] if rare is None else [np.asarray(rare[1])]  # (host: `rare_conjunctions`)
-    if rare is not None:
-        more.append(np.asarray(rare[0], np.int64))
+    if rare_keys is not None:
+        more.append(rare_keys)
     extra = np.concatenate(more)
     order = np.argsort(extra, kind="stable")
     extra = extra[order]
@@ -655,15 +669,15 @@ def _model_weights(common: CommonPart, seen: np.ndarray, w: Array,
     kept_mask = np.ones(len(keys), bool)
     kept_mask[where] = False
     kept = np.flatnonzero(kept_mask)
-    host_w = host_array(w)
-    if host_w is not None:  # concrete weights: merged on the host (no programs to compile)
+    rare_parts = [] if rare_w is None else [rare_w]
+    if host_w is not None and table_w is not None:
         out_np = np.zeros((len(keys) + 1,), host_w.dtype)
-        out_np[kept] = host_w[common.offset + first:common.size]
+        out_np[kept] = table_w
         out_np[where] = np.concatenate([host_w[dense]] + [r.astype(host_w.dtype)
-                                                          for r in rare_w])[order]
+                                                          for r in rare_parts])[order]
         return keys, to_device(out_np)
     more_w = [w[jnp.asarray(dense.astype(np.int32))]] + [jnp.asarray(r, w.dtype)
-                                                          for r in rare_w]
+                                                          for r in rare_parts]
     out = jnp.zeros((len(keys) + 1,), w.dtype)
     out = out.at[jnp.asarray(kept)].set(
         w[common.offset + first:common.size]).at[jnp.asarray(where)].set(
