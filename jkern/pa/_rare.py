@@ -74,15 +74,26 @@ def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int) 
     feat = rows.reshape(-1)[rare.reshape(-1)]
     order = np.argsort(feat, kind="stable")
     ex, feat = ex[order], feat[order]
-    # every ordered pair of examples in each feature's group (self included)
+    # every ordered pair of examples in each feature's group (self included), as one key
+    # left * n + right; its temporaries are int32 indices, and the keys are sorted in place
+    # (a fit's largest temporaries at d = 2 were these)
     first = np.flatnonzero(np.r_[True, feat[1:] != feat[:-1]])
     size = np.diff(np.r_[first, len(feat)])
     group_of = np.repeat(np.arange(len(first)), size)
-    left = np.repeat(ex, size[group_of])
-    within = np.arange(len(left)) - np.repeat(np.cumsum(size[group_of]) - size[group_of],
-                                              size[group_of])
-    right = ex[np.repeat(first[group_of], size[group_of]) + within]
-    pair, shared_rare = np.unique(left * n + right, return_counts=True)
+    size_of = size[group_of]  # each member's group size: it pairs with that many
+    at = np.repeat(np.arange(len(ex), dtype=np.int32), size_of)  # the left member
+    key = ex[at] * n
+    # the right member: its group's start plus its place in the group
+    at = np.arange(len(at), dtype=np.int32)
+    at -= np.repeat((np.cumsum(size_of) - size_of).astype(np.int32), size_of)
+    at += np.repeat(first[group_of].astype(np.int32), size_of)
+    key += ex[at]
+    del at
+    key.sort()
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    shared_rare = np.diff(np.r_[starts, len(key)])
+    pair = key[starts]
+    del key
     a, b = pair // n, pair % n
     shared_common = _shared_common(rows, a, b, n_rare_from)
     coef = (1 + shared_common + shared_rare) ** degree - (1 + shared_common) ** degree
