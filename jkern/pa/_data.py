@@ -68,8 +68,10 @@ class FeatureOrder(eqx.Module):
         X, unseen = X.aligned(self.ids, max(size, 1))
         idx = np.asarray(X.indices)
         val = np.asarray(X.values)
-        new_of = np.full(max(size, 1), -1, np.int64)
-        new_of[original] = np.arange(len(original))
+        # int32 ids and temporaries where the columns allow (half the memory of int64)
+        idt = np.int32 if len(original) < np.iinfo(np.int32).max else np.int64
+        new_of = np.full(max(size, 1), -1, idt)
+        new_of[original] = np.arange(len(original), dtype=idt)
         mapped = new_of[idx]
         present = val != 0
         kept = present & (mapped >= 0)
@@ -79,14 +81,15 @@ class FeatureOrder(eqx.Module):
         # built by jkern's readers are) each row is only sorted by its new ids, kept entries
         # first: no coordinate list, whose temporaries held ~125 bytes an entry (+280 MB
         # peak on UD's training set). Repeated columns go through `from_coo` (summed).
-        mapped = np.where(kept, mapped, np.iinfo(np.int64).max)
+        none = np.iinfo(idt).max  # sorts last
+        mapped = np.where(kept, mapped, none)
         width = max(int(kept.sum(axis=1).max(initial=0)), 1)
         binary = bool(np.all(val[kept] == 1))
         if mapped.shape[1] >= width and binary:
             # every kept value is 1: sorting the ids is the whole job (no argsort, no
             # gather of the values)
             new_idx = np.sort(mapped, axis=1)[:, :width]
-            keep = new_idx != np.iinfo(np.int64).max
+            keep = new_idx != none
             if not np.any(keep[:, 1:] & (new_idx[:, 1:] == new_idx[:, :-1])):
                 return SparseRows(to_device(np.where(keep, new_idx, 0), np.int32),
                                   to_device(keep, X.dtype), n_columns), dropped
