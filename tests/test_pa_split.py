@@ -444,3 +444,27 @@ def test_dense_keys_of_decodes_every_dense_id(n, degree):
     every = dense_keys(n, degree, base)
     ids = np.random.default_rng(n).permutation(len(every))
     assert np.array_equal(dense_keys_of(ids, n, degree, base), every[ids])
+
+
+@pytest.mark.parametrize("n_common", [0, 3])
+def test_kept_ids_without_a_table_keep_the_empty_conjunction(n_common):
+    """No common feature (the table holds ∅ only) and every common conjunction dense (no
+    table): `ids_from` over the kept ids gives `ids`' answer, ∅'s weight included."""
+    from jkern.pa._slice import CHUNK_VISITS, kept_ids
+    from jkern.pa._split import common_part
+
+    rng = np.random.default_rng(n_common)
+    n = CHUNK_VISITS + 100
+    rows = [np.unique(rng.integers(0, 30, rng.integers(1, 6))) for _ in range(n)]
+    X = SparseRows.from_rows([{int(f): 1.0 for f in r} for r in rows])
+    Xf, _ = frequency_order(X).apply(X)
+    common = common_part(Xf, 2, n_common)
+    val = np.asarray(Xf.values)
+    idx = jnp.asarray(np.sort(np.where(val != 0, np.asarray(Xf.indices), Xf.n_features),
+                              axis=1), jnp.int32)
+    kept = kept_ids(common, idx, 2)
+    assert kept is not None
+    got = np.asarray(jax.jit(lambda c, i, k: c.ids_from(i, k, jnp.arange(n)))(
+        common, idx, kept))
+    want = np.asarray(jax.jit(lambda c, i: c.ids(i))(common, idx))
+    assert np.array_equal(got, want) and np.all(got[:, 0] == 0)

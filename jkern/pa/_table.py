@@ -308,7 +308,7 @@ class CommonPart(eqx.Module):
         b = jnp.minimum(jnp.sum(f < self.n_dense, axis=-1, keepdims=True), a)
         binom = jnp.asarray(binomials(self.width, self.degree))
         dense = self.dense_ids_of(f)
-        if self.n_dense >= (self.below or self.n_common):  # every common one is dense
+        if 0 < self.n_dense >= (self.below or self.n_common):  # every common one is dense
             return jnp.concatenate([jnp.where(d >= 0, d, self.size) for d in dense],
                                    axis=-1).astype(jnp.int32)
         if not self.n_dense:  # ∅ is the table's first key (0) where it is there
