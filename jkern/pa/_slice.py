@@ -50,7 +50,7 @@ from ._split import (
 from ._table import CommonPart, KeptIds, binomials
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
-IDS_BYTES = 2**30  # keep every example's conjunction ids when they fit
+IDS_BYTES = 2**30  # keep every example's searched conjunction ids when they fit
 
 
 def prefix_nodes(indices: np.ndarray, n_common: int, n_features: int
@@ -123,7 +123,7 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
     searches its own (a single chunk costs less to search again than to compile a second
     search). Where every common conjunction is dense (no table) nothing is searched or
     kept."""
-    n, k = indices.shape
+    n = indices.shape[0]
     if epochs < 2 or n <= CHUNK_VISITS:
         return None
     host = np.asarray(indices)  # (chunks cut on the host: no slicing program)
@@ -149,6 +149,7 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
         rows = to_device(host[lo:lo + CHUNK_VISITS])
         ids = np.array(_dense_pass(common, rows))
         need = ids == _SEARCH
+        need[:at - lo] = False  # (rows of the chunk before, already kept)
         flat_ids = ids.reshape(-1)
         miss = np.flatnonzero(need.reshape(-1))
         # (the keys are a program of their own: as a second output of `_dense_pass` they

@@ -304,13 +304,13 @@ class CommonPart(eqx.Module):
         holds (`_slice.kept_ids`): the dense ids computed, the searched ones read (no
         search). Rows ascending, as for `ids`."""
         f = indices[..., :self.width]
-        a = jnp.sum(f < (self.below or self.n_common), axis=-1, keepdims=True)
-        b = jnp.minimum(jnp.sum(f < self.n_dense, axis=-1, keepdims=True), a)
-        binom = jnp.asarray(binomials(self.width, self.degree))
         dense = self.dense_ids_of(f)
         if 0 < self.n_dense >= (self.below or self.n_common):  # every common one is dense
             return jnp.concatenate([jnp.where(d >= 0, d, self.size) for d in dense],
                                    axis=-1).astype(jnp.int32)
+        a = jnp.sum(f < (self.below or self.n_common), axis=-1, keepdims=True)
+        b = jnp.minimum(jnp.sum(f < self.n_dense, axis=-1, keepdims=True), a)
+        binom = jnp.asarray(binomials(self.width, self.degree))
         if not self.n_dense:  # ∅ is the table's first key (0) where it is there
             dense[0] = jnp.broadcast_to(jnp.where(self.keys[0] == 0, 0, -1), dense[0].shape)
         at = kept.start[rows][..., None]  # where the row's searched ids of this size start
@@ -534,10 +534,8 @@ def colex_combinations(width: int, degree: int) -> np.ndarray:
     whose features are all dense, then those up to its last in-model feature."""
     most = max(1, math.comb(width, degree))
     out = np.zeros((degree, most, degree), np.int32)
-    for j in range(1, degree + 1):
-        combos = sorted(itertools.combinations(range(width), j), key=lambda c: c[::-1])
-        if combos:
-            out[j - 1, :len(combos), :j] = np.asarray(combos, np.int32)
+    for j, combos in enumerate(combinations(width, degree), 1):
+        out[j - 1, :len(combos), :j] = combos
     return out
 
 
@@ -554,7 +552,7 @@ def searched_bound(rank: np.ndarray, table: CommonPart, n_features: int, idx: np
     b = np.minimum(np.sum(r < table.n_dense, axis=-1), a)
     out = []
     for j in range(1, table.degree + 1):
-        count = np.asarray([math.comb(w, j) for w in range(table.width + 1)], np.int64)
+        count = binomials(table.width, table.degree)[:, j].astype(np.int64)
         most = int(np.sum(count[a] - count[b], axis=-1).max(initial=0))
         out.append(max(512, -(-most // 512) * 512))
     return tuple(out)
@@ -575,8 +573,7 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
     N, nd, W, d = table.n_common, table.n_dense, table.width, table.degree
     c = conjunction_coefficients(d)
     colex = jnp.asarray(colex_combinations(W, d))
-    binom = jnp.asarray(np.asarray([[math.comb(w, j) for j in range(d + 1)]
-                                    for w in range(W + 1)], np.int64), jnp.int32)
+    binom = jnp.asarray(binomials(W, d))
     base = N + 1
     kdt = table.keys.dtype
     scale = jnp.asarray([base ** i for i in range(d)], kdt)
