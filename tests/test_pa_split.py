@@ -468,3 +468,20 @@ def test_kept_ids_without_a_table_keep_the_empty_conjunction(n_common):
         common, idx, kept))
     want = np.asarray(jax.jit(lambda c, i: c.ids(i))(common, idx))
     assert np.array_equal(got, want) and np.all(got[:, 0] == 0)
+
+
+@pytest.mark.parametrize("degree", [2, 3])
+def test_blocked_margins_of_narrow_rows_equal_the_expansion(degree):
+    """Rows of at most 4 features (fewer triples than pairs of them): the model's blocked
+    margins (`table_margins`) equal the sum over its host expansion (`expand`)."""
+    rng = np.random.default_rng(degree)
+    rows = [{int(f): 1.0 for f in rng.choice(6, rng.integers(1, 5), replace=False)}
+            for _ in range(200)]
+    X = SparseRows.from_rows(rows)
+    y = np.where(rng.random(200) < 0.5, 1, -1)
+    model = fit(X, y, degree=degree, mode="explicit", key=None).model
+    e = model.expand(X)
+    want = np.sum(np.asarray(e.margin_coef) * np.asarray(model.weights)[np.asarray(e.ids)],
+                  axis=1)
+    np.testing.assert_allclose(np.asarray(model.decision_function(X)), want, rtol=1e-12,
+                               atol=1e-12)

@@ -527,12 +527,13 @@ def n_conjunctions(width: int, degree: int) -> int:
 
 
 def colex_combinations(width: int, degree: int) -> np.ndarray:
-    """`[d, C(width, d), d]`: for each size j (row j - 1), the position combinations of j of
-    the first `width` positions in colex order (by largest position, then the next...),
-    padded with 0. A combination's colex rank is Σ_i C(p_i, i + 1), so the combinations
+    """`[d, max_j C(width, j), d]`: for each size j (row j - 1), the position combinations
+    of j of the first `width` positions in colex order (by largest position, then the
+    next...), padded with 0. A combination's colex rank is Σ_i C(p_i, i + 1), so the combinations
     within the first b positions are the first C(b, j): over a row sorted by rank, those
     whose features are all dense, then those up to its last in-model feature."""
-    most = max(1, math.comb(width, degree))
+    # (a narrow row has more combinations of some smaller size than of d: C(4, 2) > C(4, 3))
+    most = max(1, *(math.comb(width, j) for j in range(1, degree + 1)))
     out = np.zeros((degree, most, degree), np.int32)
     for j, combos in enumerate(combinations(width, degree), 1):
         out[j - 1, :len(combos), :j] = combos
