@@ -289,13 +289,13 @@ def test_every_mode_matches_reference(ud_head, dataset, degree):
         _check_same(sol, lin, alpha=False, support=False, atol=0)
 
 
-@pytest.mark.parametrize("layout", ["open", "hashed", "high_bits", "none"])
+@pytest.mark.parametrize("layout", ["cuckoo", "open", "hashed", "high_bits", "none"])
 def test_common_part_finds_every_key_and_no_other(layout):
-    """`CommonPart.find` gives each key's position in the sorted table: with open slots
-    (`opened()`, what `CommonPart.of` builds; `search` then also knows which keys are
-    absent), with buckets by a hash of the key (`bucketed()`), with the high-bit buckets
-    that tables saved before the hash carry, and with no buckets; an absent key lands on
-    another key."""
+    """`CommonPart.find` gives each key's position in the sorted table: with cuckoo slots
+    (`cuckooed()`, what `CommonPart.of` builds) and open slots (`opened()`, what it built
+    before; `search` then also knows which keys are absent), with buckets by a hash of the
+    key (`bucketed()`), with the high-bit buckets that tables saved before the hash carry,
+    and with no buckets; an absent key lands on another key."""
     from jkern.pa import CommonPart
 
     rng = np.random.default_rng(7)
@@ -303,7 +303,33 @@ def test_common_part_finds_every_key_and_no_other(layout):
     keys = np.unique(np.concatenate([rng.integers(0, 5_000, 3_000),
                                      rng.integers(0, 2**40, 3_000)]))
     part = CommonPart(jnp.asarray(keys), 10, 3, 2)
-    if layout == "open":
+    if layout == "cuckoo":
+        part = part.cuckooed()
+        assert part.cuckoo_keys is not None and part.slots is None
+        S = part.cuckoo_keys.shape[0] - 1
+        assert S >= len(keys) / 0.48 and S & (S - 1) == 0
+        # every key in one of its two slots, each slot holding at most one key
+        slot_keys = np.asarray(part.cuckoo_keys)
+        assert np.array_equal(np.sort(slot_keys[slot_keys >= 0]), keys)
+        ok = jnp.asarray(np.arange(len(absent_keys := np.setdiff1d(keys + 1, keys))) % 2 == 0)
+        got = np.asarray(part.search(jnp.asarray(absent_keys), ok))
+        assert np.all(got == len(keys))  # absent: the sink, whatever `ok`
+        got = np.asarray(part.search(jnp.asarray(keys), jnp.asarray(np.arange(len(keys)) % 3 > 0)))
+        assert np.array_equal(got, np.where(np.arange(len(keys)) % 3 > 0, np.arange(len(keys)),
+                                            len(keys)))
+        # ids by slot (a model's weights): the slot that holds the key, S where absent
+        by_slot = part.cuckooed(by_slot=True)
+        assert by_slot.n_table == S and by_slot.size == S
+        got = np.asarray(by_slot.search(jnp.asarray(keys), jnp.ones(len(keys), bool)))
+        assert np.array_equal(slot_keys[got], keys)
+        got = np.asarray(by_slot.search(jnp.asarray(absent_keys), jnp.ones(len(absent_keys), bool)))
+        assert np.all(got == S)
+        # more keys than two choices can place in the slots first tried: more slots
+        full = part.cuckooed(load=0.9)
+        assert full.cuckoo_keys is not None and full.cuckoo_keys.shape[0] - 1 > 2 * len(keys)
+        got = np.asarray(full.search(jnp.asarray(keys), jnp.ones(len(keys), bool)))
+        assert np.array_equal(got, np.arange(len(keys)))
+    elif layout == "open":
         part = part.opened()
         assert part.slots is not None and 1 <= part.window <= 16
         assert part.slots.shape[0] >= 2 * len(keys)  # load <= 0.5

@@ -85,13 +85,16 @@ def by_largest(flag: Array, width: int, size: int) -> Array:
 class CommonPart(eqx.Module):
     """The explicit part: keys of the common conjunctions and how to find an example's.
 
-    A key is found in an open-addressed table (`opened()`, what `of` builds): each key sits
-    in one of the `window` slots from its home slot (the top `slot_bits` bits of a hash of
-    the key), stored beside its position in `keys`, so a lookup reads one small window (one
-    or two cache lines) and knows whether the key is there. Tables saved before it have
-    buckets instead (a binary search in the bucket of a hash of the key, `bucketed()`:
-    `hashed_keys`, `hashed_pos`; or, older still, buckets of the keys' high bits) or none
-    (a binary search in the whole table); they still load and search as they did.
+    A key is found in a two-choice cuckoo table (`cuckooed()`, what `of` builds): each key
+    sits in one of two slots, given by two hashes of the key, so a lookup reads two slots
+    (single elements: XLA gathers rows of several elements many times slower) and knows
+    whether the key is there. A slot holds the key, and beside it the key's position in
+    `keys` or, for a model's fixed weights (`by_slot`), nothing: the weights are then laid
+    out by slot and the slot is the id. Tables saved before it have an open-addressed table
+    instead (`opened()`: a window of slots from one home slot), buckets (a binary search in
+    the bucket of a hash of the key, `bucketed()`: `hashed_keys`, `hashed_pos`; or, older
+    still, buckets of the keys' high bits) or none (a binary search in the whole table);
+    they still load and search as they did.
 
     Attributes:
         keys: `[D]` sorted keys Σ_i (f_i + 1) base^i of the common conjunctions (∅ = 0).
@@ -116,6 +119,15 @@ class CommonPart(eqx.Module):
             order by home slot (`EMPTY_SLOT` keys where none), or None.
         window: (static) slots a lookup reads from its home: the longest displacement + 1.
         slot_bits: (static) the bits of the home slot.
+        cuckoo_keys: `[2^cuckoo_bits + 1]` the key in each cuckoo slot (`EMPTY_SLOT` where
+            none; the last slot is always empty: where absent keys land), or None.
+        cuckoo_pos: `[2^cuckoo_bits + 1]` the position in `keys` of each slot's key (D where
+            none), or None (`by_slot`).
+        cuckoo_bits: (static) a key's two slots are the top `cuckoo_bits` bits of two hashes
+            of it (`_bucket_of` with seeds 0 and `cuckoo_seed`).
+        cuckoo_seed: (static) the second hash's seed.
+        by_slot: (static) the table's ids are `offset` + the slot, not the position in
+            `keys` (a model's weights, laid out by slot: one read fewer a lookup).
     """
 
     keys: Int[Array, " D"]
@@ -132,6 +144,11 @@ class CommonPart(eqx.Module):
     slots: Int[Array, "S 2"] | None = None
     window: int = eqx.field(static=True, default=0)
     slot_bits: int = eqx.field(static=True, default=0)
+    cuckoo_keys: Int[Array, " S1"] | None = None
+    cuckoo_pos: Int[Array, " S1"] | None = None
+    cuckoo_bits: int = eqx.field(static=True, default=0)
+    cuckoo_seed: int = eqx.field(static=True, default=0)
+    by_slot: bool = eqx.field(static=True, default=False)
 
     @property
     def offset(self) -> int:
@@ -142,7 +159,15 @@ class CommonPart(eqx.Module):
     def size(self) -> int:
         """The weights (dense ones, then the table's); the sink id (conjunctions that have
         none) is this."""
-        return self.offset + self.keys.shape[0]
+        return self.offset + self.n_table
+
+    @property
+    def n_table(self) -> int:
+        """The table's ids: its keys, or its slots (`by_slot`)."""
+        if self.by_slot:
+            assert self.cuckoo_keys is not None
+            return self.cuckoo_keys.shape[0] - 1
+        return self.keys.shape[0]
 
     @property
     def n_ids(self) -> int:
@@ -151,17 +176,52 @@ class CommonPart(eqx.Module):
 
     @classmethod
     def of(cls, keys: np.ndarray, n_common: int, width: int, degree: int,
-           n_dense: int = 0, below: int = 0) -> CommonPart:
-        """The bucketed table of sorted host `keys` in base `n_common + 1`: int64 keys where
+           n_dense: int = 0, below: int = 0, by_slot: bool = False) -> CommonPart:
+        """The cuckoo table of sorted host `keys` in base `n_common + 1`: int64 keys where
         they can pass int32 (the caller enables x64 for those), else int32. `n_dense`: the
         keys leave out the conjunctions of features below it (they have dense ids); a table
-        left empty holds one key that matches none (-1)."""
+        left empty holds one key that matches none (-1). `by_slot`: ids by slot (a model's
+        weights, `dense_layout`)."""
         big = (n_common + 1) ** degree >= 2 ** 31
         keys = np.asarray(keys)
         if len(keys) == 0:
             keys = np.full(1, -1, np.int64)
         return cls(to_device(keys, jnp.int64 if big else jnp.int32), n_common, width,
-                   degree, n_dense=n_dense, below=below).opened()
+                   degree, n_dense=n_dense, below=below).cuckooed(by_slot=by_slot)
+
+    def cuckooed(self, load: float = 0.48, by_slot: bool = False) -> CommonPart:
+        """This table with its two-choice cuckoo slots (host): 2^bits slots, at most `load`
+        of them used (under 1/2, where two choices place every key with high probability).
+        Placed in rounds, all waiting keys at once: each goes to its current choice,
+        evicting the key there, which then waits for its other choice (of keys sent to one
+        slot in a round, one wins and the others try their other choice). Where placement
+        does not end (a cycle), another seed, then twice the slots."""
+        keys = np.asarray(self.keys)
+        D = len(keys)
+        bits = max(1, int(np.ceil(np.log2(max(D, 1) / load))))
+        owner, seed = None, 0
+        for attempt in range(6):
+            seed = _SEEDS[attempt % len(_SEEDS)]
+            owner = _cuckoo_owners(keys, bits, seed)
+            if owner is not None:
+                break
+            bits += attempt % 2  # (a new seed, then more slots too)
+        if owner is None:
+            raise RuntimeError(f"no cuckoo placement of {D:,} keys in 2^{bits} slots")
+        S = 1 << bits
+        filled = np.flatnonzero(owner >= 0)
+        slot_keys = np.full(S + 1, EMPTY_SLOT, keys.dtype)
+        slot_keys[filled] = keys[owner[filled]]
+        pos = None
+        if not by_slot:
+            pos_np = np.full(S + 1, D, np.int32)
+            pos_np[filled] = owner[filled]
+            pos = to_device(pos_np)
+        return dataclasses.replace(self, cuckoo_keys=to_device(slot_keys, self.keys.dtype),
+                                   cuckoo_pos=pos, cuckoo_bits=bits, cuckoo_seed=seed,
+                                   by_slot=by_slot, slots=None, window=0, slot_bits=0,
+                                   bucket_start=None, hashed_keys=None, hashed_pos=None,
+                                   shift=0, probes=0)
 
     def opened(self, load: float = 0.5, longest: int = 16) -> CommonPart:
         """This table with its open-addressed slots (host): at most `load` of the slots
@@ -190,7 +250,8 @@ class CommonPart(eqx.Module):
         slots[placed, 0] = keys[order]
         slots[placed, 1] = order
         return dataclasses.replace(self, slots=to_device(slots), window=window,
-                                   slot_bits=bits)
+                                   slot_bits=bits, cuckoo_keys=None, cuckoo_pos=None,
+                                   cuckoo_bits=0, cuckoo_seed=0, by_slot=False)
 
     def bucketed(self) -> CommonPart:
         """This table with buckets of a hash of its keys (host): between one and two keys
@@ -213,15 +274,20 @@ class CommonPart(eqx.Module):
                                    probes=probes,
                                    hashed_keys=to_device(keys[order], self.keys.dtype),
                                    hashed_pos=to_device(order), slots=None, window=0,
-                                   slot_bits=0)
+                                   slot_bits=0, cuckoo_keys=None, cuckoo_pos=None,
+                                   cuckoo_bits=0, cuckoo_seed=0, by_slot=False)
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
         return dataclasses.replace(self, width=width)
 
     def locate(self, key: Array) -> tuple[Array, Array]:
-        """(the position of each key in the table, whether it is there), from the open
-        slots: one window of `window` slots read per key."""
+        """(the id of each key in the table, whether it is there): its position in `keys`
+        (its slot where `by_slot`; `n_table` where absent, for cuckoo tables), from the
+        cuckoo slots (two slots read per key) or the open slots (one window of `window`
+        slots)."""
+        if self.cuckoo_keys is not None:
+            return self._cuckoo_locate(key)
         slots = self.slots
         assert slots is not None
         flat = key.reshape(-1).astype(slots.dtype)
@@ -234,10 +300,30 @@ class CommonPart(eqx.Module):
         return (pos.astype(jnp.int32).reshape(key.shape),
                 jnp.any(hit, axis=1).reshape(key.shape))
 
+    def _cuckoo_locate(self, key: Array) -> tuple[Array, Array]:
+        ck = self.cuckoo_keys
+        assert ck is not None
+        S = ck.shape[0] - 1
+        flat = key.reshape(-1).astype(ck.dtype)
+        first = _bucket_of(flat, self.cuckoo_bits)
+        second = _bucket_of(flat, self.cuckoo_bits, self.cuckoo_seed)
+        # element gathers only (a row of several slots per key is a slower gather in XLA)
+        slot = jnp.where(ck[first] == flat, first,
+                         jnp.where(ck[second] == flat, second, S)).astype(jnp.int32)
+        if self.by_slot:
+            pos = slot
+        else:
+            assert self.cuckoo_pos is not None
+            pos = self.cuckoo_pos[slot]
+        return pos.reshape(key.shape), (slot < S).reshape(key.shape)
+
     def find(self, key: Array) -> Array:
         """The position of each key in the table (of some other key where absent:
-        compare)."""
+        compare). Not for `by_slot` tables (their ids are slots)."""
         D = self.keys.shape[0]
+        if self.cuckoo_keys is not None:
+            assert not self.by_slot
+            return jnp.minimum(self.locate(key)[0], D - 1)
         if self.slots is not None:
             return self.locate(key)[0]
         if self.bucket_start is None:
@@ -340,9 +426,10 @@ class CommonPart(eqx.Module):
         return jnp.where(dense >= 0, dense, self.offset + pos).astype(jnp.int32)
 
     def search(self, key: Array, ok: Array) -> Array:
-        """The position of each key in the table where `ok`, else the sink D."""
-        D = self.keys.shape[0]
-        if self.slots is not None:
+        """The id of each key in the table (`locate`) where `ok`, else the sink
+        `n_table`."""
+        D = self.n_table
+        if self.slots is not None or self.cuckoo_keys is not None:
             pos, there = self.locate(key)
             return jnp.where(ok & there, pos, D).astype(jnp.int32)
         pos = self.find(key)
@@ -412,10 +499,11 @@ def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
                  budget: int = DENSE_IDS) -> tuple[CommonPart, np.ndarray]:
     """How a model whose conjunctions have the sorted host `keys` (base `n_common + 1`) is
     searched: the conjunctions of its `dense_features(n_common, degree, budget)` most
-    frequent features (ids below it) at their arithmetic ids, the others in a bucketed
-    table searched over `width` positions. Returns (the table, `src`): the model's weights
-    `w` (`[D + 1]`, the last 0) laid out as the table's ids are `w[src]` (`[size + 1]`,
-    dense ids the model lacks and the sink reading the 0)."""
+    frequent features (ids below it) at their arithmetic ids, the others in a cuckoo
+    table with ids by slot, searched over `width` positions. Returns (the table, `src`):
+    the model's weights `w` (`[D + 1]`, the last 0) laid out as the table's ids are
+    `w[src]` (`[size + 1]`: dense ids the model lacks, empty slots and the sink read the
+    0)."""
     keys = np.asarray(keys, np.int64)
     D = len(keys)
     n_dense = dense_features(n_common, degree, budget)
@@ -424,7 +512,8 @@ def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
     dense = np.zeros(D, bool)
     for _, run in runs:
         dense[run] = True
-    table = CommonPart.of(keys[~dense], n_common, width, degree, n_dense=n_dense)
+    rest = np.flatnonzero(~dense)
+    table = CommonPart.of(keys[rest], n_common, width, degree, n_dense=n_dense, by_slot=True)
     offset = table.offset
     src = np.full(table.size + 1, D, np.int32)
     for j, run in runs:  # a dense id from the key's digits: Σ_i C(f_i, i + 1) past its size's
@@ -432,8 +521,13 @@ def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
         for i in range(j):
             at += _comb(keys[run] // base ** i % base - 1, i + 1)
         src[at] = np.arange(run.start, run.stop, dtype=np.int32)
-    rest = np.flatnonzero(~dense)
-    src[offset:offset + len(rest)] = rest  # (an empty table's one key reads the 0)
+    # the table's weights by slot: a filled slot's key is at its place in the sorted keys
+    # (an empty table's one key, -1, and empty slots read the 0)
+    assert table.cuckoo_keys is not None
+    slot_keys = np.asarray(table.cuckoo_keys)[:-1]
+    filled = np.flatnonzero(slot_keys >= 0)
+    if len(rest):
+        src[offset + filled] = rest[np.searchsorted(keys[rest], slot_keys[filled])]
     return table, src
 
 
@@ -502,13 +596,15 @@ def dense_keys_of(ids: np.ndarray, n: int, degree: int, base: int) -> np.ndarray
     return keys
 
 
-def _bucket_of(key: Any, bits: int) -> Any:
-    """The top `bits` bits of a 64-bit (or, for int32 keys, 32-bit) mix of `key` (MurmurHash3's
-    finalizer), the same on the host (NumPy) and in JAX."""
+def _bucket_of(key: Any, bits: int, seed: int = 0) -> Any:
+    """The top `bits` bits of a 64-bit (or, for int32 keys, 32-bit) mix of `key` xor `seed`
+    (MurmurHash3's finalizer), the same on the host (NumPy) and in JAX."""
     xp = jnp if isinstance(key, jax.Array) else np
     wide = key.dtype.itemsize == 8
     u = xp.uint64 if wide else xp.uint32
     x = key.astype(u)
+    if seed:
+        x = x ^ u(seed & (0xFFFFFFFFFFFFFFFF if wide else 0xFFFFFFFF))
     consts = ((33, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53) if wide
               else (16, 0x85EBCA6B, 0xC2B2AE35))
     r, m1, m2 = consts
@@ -519,6 +615,36 @@ def _bucket_of(key: Any, bits: int) -> Any:
         x = x * u(m2)
         x = x ^ (x >> u(r))
     return (x >> u(8 * key.dtype.itemsize - bits)).astype(xp.int32 if bits < 31 else xp.int64)
+
+
+# the cuckoo tables' second-hash seeds, tried in turn (odd 64-bit constants; any would do)
+_SEEDS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9)
+
+
+def _cuckoo_owners(keys: np.ndarray, bits: int, seed: int, rounds: int = 4096
+                   ) -> np.ndarray | None:
+    """`[2^bits]` the index in `keys` of the key each slot holds (-1: none), each key in
+    one of its two slots (`_bucket_of` with seeds 0 and `seed`); None where the rounds run
+    out (a cycle of evictions, or too slow to settle). Every waiting key moves at once in
+    a round: writes to one slot keep one (NumPy keeps the last), the others and the keys
+    they evicted wait for their other slot."""
+    D = len(keys)
+    choices = np.stack([_bucket_of(keys, bits), _bucket_of(keys, bits, seed)]
+                       ).astype(np.int32)
+    owner = np.full(1 << bits, -1, np.int32)
+    waiting = np.arange(D, dtype=np.int32)
+    side = np.zeros(D, np.int8)  # the choice each key tries next
+    for _ in range(rounds):
+        if not len(waiting):
+            return owner
+        target = choices[side[waiting], waiting]
+        before = owner[target]
+        owner[target] = waiting
+        won = owner[target] == waiting
+        evicted = before[won]
+        waiting = np.concatenate([waiting[~won], evicted[evicted >= 0]])
+        side[waiting] ^= 1
+    return None
 
 
 def n_conjunctions(width: int, degree: int) -> int:
