@@ -511,3 +511,30 @@ def test_blocked_margins_of_narrow_rows_equal_the_expansion(degree):
                   axis=1)
     np.testing.assert_allclose(np.asarray(model.decision_function(X)), want, rtol=1e-12,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [2, 3])
+def test_rare_conjunctions_sum_the_support_vectors_conjunctions_that_hold_a_rare_feature(degree):
+    """`rare_conjunctions` (only the conjunctions whose largest feature is rare enumerated)
+    against a plain loop over every combination of every row with α != 0."""
+    import itertools
+
+    from jkern.pa._rare import rare_conjunctions
+
+    rng = np.random.default_rng(degree)
+    F, N, n, k = 50, 20, 300, 9
+    rows = [np.sort(rng.choice(F, rng.integers(0, k + 1), replace=False)) for _ in range(n)]
+    padded = np.full((n, k), F)
+    for i, r in enumerate(rows):
+        padded[i, :len(r)] = r
+    alpha = rng.integers(-3, 4, n)
+    keys, w = rare_conjunctions(padded, alpha, F, N, degree)
+    want: dict[int, int] = {}
+    for r, a in zip(rows, alpha):
+        for j in range(1, degree + 1):
+            for combo in itertools.combinations(r.tolist(), j):
+                if a and combo[-1] >= N:
+                    key = sum((f + 1) * (F + 1) ** i for i, f in enumerate(combo))
+                    want[key] = want.get(key, 0) + int(a)
+    assert keys.tolist() == sorted(want)
+    assert w.tolist() == [want[key] for key in sorted(want)]

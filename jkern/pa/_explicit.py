@@ -373,10 +373,18 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
                       or base ** degree < 2 ** 31))
     if on_device:  # the program's temporaries are several times its keys: smaller chunks
         step = max(1, step // 8)
+        probe, rows = _wanted_rows(idx, val, degree, base, below, n_dense, width)
+        totals = np.add.reduceat(probe.searched_counts(rows), np.arange(0, len(rows), step))
+        size = -(-max(1, int(totals.max(initial=0))) // WANTED_KEYS) * WANTED_KEYS
     for start in range(0, len(idx), step):
         if on_device:  # the same keys, enumerated by a compiled program
-            keys = _wanted_keys_of(idx[start:start + step], val[start:start + step], degree,
-                                   base, below, n_dense, width, step)
+            part_rows = rows[start:start + step]
+            if len(part_rows) < step:  # (one program: padded with rows of no feature)
+                part_rows = np.pad(part_rows, ((0, step - len(part_rows)), (0, 0)),
+                                   constant_values=probe.n_common)
+            keys = np.asarray(_wanted_keys(probe, to_device(part_rows),
+                                           size))[:int(totals[start // step])]
+            keys = keys.astype(np.int64)
         else:
             keys, sizes = _conjunction_keys((idx[start:start + step],
                                              val[start:start + step]), degree, base, below)
@@ -410,31 +418,30 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
     return table, True
 
 
-def _wanted_keys_of(idx: np.ndarray, val: np.ndarray, degree: int, base: int, below: int,
-                    n_dense: int, width: int, rows: int) -> np.ndarray:
-    """`distinct_keys`' keys of one chunk of rows (host `idx`, `val`), computed by a
-    compiled program (`CommonPart.keys_of`, padded to `rows` rows: one program per data
-    set): every conjunction of ≤ d features below `below` that is not dense (all features
-    below `n_dense`; ∅ is dense when n_dense > 0). Unsorted, repeated."""
+def _wanted_rows(idx: np.ndarray, val: np.ndarray, degree: int, base: int, below: int,
+                 n_dense: int, width: int) -> tuple[CommonPart, np.ndarray]:
+    """(a keyless `CommonPart` that enumerates `distinct_keys`' keys, the rows sorted and
+    cut to `width` positions, int32, absent positions `base` − 1)."""
     n_common = base - 1
     absent = n_common  # sorts last and is no feature below `below`
     present = (val != 0) & (idx >= 0) & (idx < below)
-    f = np.sort(np.where(present, idx, absent), axis=1)[:, :max(width, 1)]
+    f = np.sort(np.where(present, idx, absent).astype(np.int32), axis=1)[:, :max(width, 1)]
     if f.shape[1] < max(width, 1):
         f = np.pad(f, ((0, 0), (0, max(width, 1) - f.shape[1])), constant_values=absent)
-    n = len(f)
-    f = np.pad(f, ((0, rows - n), (0, 0)), constant_values=absent)
     kdt = np.int64 if base ** degree >= 2 ** 31 else np.int32
     probe = CommonPart(to_device(np.zeros(1, kdt)), n_common, max(width, 1), degree,
                        n_dense=n_dense, below=below if below < n_common else 0)
-    keys = np.asarray(_wanted_keys(probe, to_device(f, np.int32)))[:n].reshape(-1)
-    return keys[keys >= 0].astype(np.int64)
+    return probe, f
+
+
+WANTED_KEYS = 1 << 16  # a chunk's packed keys are rounded up to a multiple of this
 
 
 @stored_filter_jit
-def _wanted_keys(probe, rows):
-    key, ok, dense = probe.keys_of(rows)
-    return jnp.where(ok & (dense < 0), key, -1)
+def _wanted_keys(probe: CommonPart, rows, size: int):
+    """The packed keys of `rows`' conjunctions of ≤ d features below `below` that are not
+    dense (`CommonPart.searched_keys`): unsorted, repeated, the chunk's total first."""
+    return probe.searched_keys(rows, size)[0]
 
 
 def largest_feature(keys: np.ndarray, base: int) -> np.ndarray:

@@ -23,7 +23,6 @@ give Σ c_f² <= RARE_PAIRS: the pairs stay a few million whatever the data.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
@@ -33,7 +32,7 @@ from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
 from .._validate import to_device
-from ._explicit import _conjunction_keys, largest_feature
+from ._table import binomials, colex_combinations
 
 RARE_PAIRS = 1 << 22  # at most this many (example, example, rare feature) triples
 
@@ -153,23 +152,52 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
                       degree: int) -> tuple[np.ndarray, np.ndarray]:
     """(sorted keys, weights): w_U = Σ_s α_s [U ⊆ s] of every conjunction U that holds a rare
     feature, over the examples with α_s != 0 (`alpha` `[n]`, int64 counts or floats), keyed
-    as `_explicit._conjunction_keys` in base `n_features + 1`."""
+    as `_explicit._conjunction_keys` in base `n_features + 1`. `rows`: `[n, k]` feature ids
+    ascending, `n_features` or more where absent.
+
+    Only those conjunctions are enumerated: over a row of a common and t features (rows
+    ascending: the common first), the ones of size j whose largest position is rare are
+    the colex ranks [C(a, j), C(t, j)) (`_table.combinations`), a chunk of rows at a time."""
     sv = np.flatnonzero(alpha != 0)
     base = n_features + 1
     keys_out, w_out = [np.zeros(0, np.int64)], [np.zeros(0, alpha.dtype)]
-    per_row = sum(math.comb(rows.shape[1], j) for j in range(degree + 1))
-    step = max(1, (1 << 22) // per_row)
-    for s in range(0, len(sv), step):
-        part = sv[s:s + step]
-        r = rows[part]
-        keys, _ = _conjunction_keys((r, (r < n_features).astype(np.float64)), degree, base)
-        holds = (keys >= 0) & (largest_feature(keys, base) >= n_rare_from)
-        owner = np.broadcast_to(alpha[part][:, None], keys.shape)
-        keys_out.append(keys[holds])
-        w_out.append(owner[holds])
+    present = np.asarray(rows)[sv] < n_features
+    t_all = present.sum(axis=1)
+    width = int(t_all.max(initial=0))
+    a_all = np.minimum(np.sum(np.asarray(rows)[sv] < n_rare_from, axis=1), t_all)
+    binom = binomials(width, degree).astype(np.int64)
+    per_row = np.sum(binom[t_all, 1:] - binom[a_all, 1:], axis=1)
+    # chunks of about RARE_KEYS_AT_ONCE keys (a row's own count at least)
+    ends = np.cumsum(per_row)
+    cuts = np.searchsorted(ends, np.arange(RARE_KEYS_AT_ONCE, int(ends[-1]) if len(ends) else 0,
+                                           RARE_KEYS_AT_ONCE), side="right")
+    colex = colex_combinations(width, degree) if width else None
+    for part in np.split(np.arange(len(sv)), np.unique(cuts)):
+        if not len(part) or colex is None:
+            continue
+        r = np.asarray(rows)[sv[part], :width].astype(np.int64)
+        a, t = a_all[part], t_all[part]
+        for j in range(1, degree + 1):
+            lo = binom[a, j]
+            count = binom[t, j] - lo
+            total = int(count.sum())
+            if not total:
+                continue
+            owner = np.repeat(np.arange(len(part)), count)
+            rank = lo[owner] + np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+            pos = colex[j - 1, rank, :j]  # [total, j] positions, ascending
+            f = r[owner[:, None], pos]
+            key = np.zeros(total, np.int64)
+            for i in range(j):
+                key += (f[:, i] + 1) * base ** i
+            keys_out.append(key)
+            w_out.append(alpha[sv[part]][owner])
     keys, w = np.concatenate(keys_out), np.concatenate(w_out)
     order = np.argsort(keys, kind="stable")
     keys, w = keys[order], w[order]
     first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(
         0, np.int64)
     return keys[first], np.add.reduceat(w, first) if len(keys) else w
+
+
+RARE_KEYS_AT_ONCE = 1 << 22  # rare conjunctions enumerated at a time (memory)

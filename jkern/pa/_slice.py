@@ -47,7 +47,7 @@ from ._split import (
     first_rows,
     posting_starts,
 )
-from ._table import CommonPart, KeptIds, binomials
+from ._table import CommonPart, KeptIds
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
 IDS_BYTES = 2**30  # keep every example's searched conjunction ids when they fit
@@ -122,74 +122,44 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
     rows than one chunk and the ids fit IDS_BYTES; else None, and each chunk of visits
     searches its own (a single chunk costs less to search again than to compile a second
     search). Where every common conjunction is dense (no table) nothing is searched or
-    kept."""
+    kept. Each chunk is one program on the device: its searched conjunctions enumerated
+    packed (`CommonPart.searched_keys`), searched, and written into the kept ids."""
     n = indices.shape[0]
     if epochs < 2 or n <= CHUNK_VISITS:
         return None
     host = np.asarray(indices)  # (chunks cut on the host: no slicing program)
-    f = host[:, :common.width]
-    a = np.sum(f < (common.below or common.n_common), axis=1)
-    b = np.minimum(np.sum(f < common.n_dense, axis=1), a)
-    binom = binomials(common.width, common.degree).astype(np.int64)
-    count = np.sum(binom[a] - binom[b], axis=1)
+    count = common.searched_counts(host)
     start = np.zeros(n + 1, np.int64)
     np.cumsum(count, out=start[1:])
     E = int(start[-1])
     if E * 4 > IDS_BYTES or E >= 2**31:
         return None
-    # the ids go to the device in pieces of SEARCH_KEYS (one program), the last padded
-    flat = jnp.zeros((max(1, -(-E // SEARCH_KEYS)) * SEARCH_KEYS,), jnp.int32)
-    kept = KeptIds(flat, to_device(start.astype(np.int32)))
     if E == 0:
-        return kept
-    piece = np.zeros(SEARCH_KEYS, np.int32)
-    filled, written = 0, 0  # ids in `piece`; ids written to the device
-    for at in range(0, n, CHUNK_VISITS):
-        lo = min(at, n - CHUNK_VISITS)  # the last chunk overlaps the one before
-        rows = to_device(host[lo:lo + CHUNK_VISITS])
-        ids = np.array(_dense_pass(common, rows))
-        need = ids == _SEARCH
-        need[:at - lo] = False  # (rows of the chunk before, already kept)
-        flat_ids = ids.reshape(-1)
-        miss = np.flatnonzero(need.reshape(-1))
-        # (the keys are a program of their own: as a second output of `_dense_pass` they
-        # made it four times slower)
-        keys = np.asarray(_chunk_keys(common, rows)) if len(miss) else None
-        for m in range(0, len(miss), SEARCH_KEYS):
-            part = miss[m:m + SEARCH_KEYS]
-            assert keys is not None
-            want = np.zeros(SEARCH_KEYS, keys.dtype)  # padding: ∅'s key
-            want[:len(part)] = keys.reshape(-1)[part]
-            flat_ids[part] = common.offset + np.asarray(_search_keys(common, want))[:len(part)]
-        # the searched ones, row by row, in position order, which is `KeptIds` order (the
-        # positions are colex within each size); ∅ (id 0) is never kept
-        out = ids[at - lo:, 1:][need[at - lo:, 1:]]
-        assert len(out) == int(start[min(lo + CHUNK_VISITS, n)] - start[at])
-        while len(out):
-            take, out = out[:SEARCH_KEYS - filled], out[SEARCH_KEYS - filled:]
-            piece[filled:filled + len(take)] = take
-            filled += len(take)
-            if filled == SEARCH_KEYS:
-                kept = kept._replace(flat=_put_piece(kept.flat, to_device(piece), written))
-                # a new buffer: the transfer may still read the one just sent
-                piece = np.zeros(SEARCH_KEYS, np.int32)
-                written, filled = written + SEARCH_KEYS, 0
-    if filled:
-        piece[filled:] = common.size
-        kept = kept._replace(flat=_put_piece(kept.flat, to_device(piece), written))
-    return kept
-
-
-SEARCH_KEYS = 1 << 16  # keys searched in one call (one program whatever the data)
-_SEARCH = -2  # a conjunction to search (not a dense one)
+        return KeptIds(jnp.zeros((1,), jnp.int32), to_device(start.astype(np.int32)))
+    chunks = range(0, n, CHUNK_VISITS)
+    most = max(int(start[min(at + CHUNK_VISITS, n)] - start[at]) for at in chunks)
+    size = -(-most // SEARCH_KEYS) * SEARCH_KEYS  # (few distinct programs)
+    # each chunk writes `size` ids from its start: the next overwrites what lies past
+    # its own (the sink), and the last's spill lands in the padding
+    flat = jnp.zeros((E + size,), jnp.int32)
+    for at in chunks:
+        rows = host[at:at + CHUNK_VISITS]
+        if len(rows) < CHUNK_VISITS:  # padded with rows of no common feature
+            rows = np.pad(rows, ((0, CHUNK_VISITS - len(rows)), (0, 0)),
+                          constant_values=common.n_common)
+        flat = _put_piece(flat, _searched_ids(common, to_device(rows), size), int(start[at]))
+    return KeptIds(flat, to_device(start.astype(np.int32)))
 
 
 @stored_filter_jit
-def _dense_pass(common: CommonPart, rows):
-    """`[rows, K]` the dense conjunctions' ids, the sink where not all features are
-    common, `_SEARCH` for the others."""
-    _, ok, dense = common.keys_of(rows)
-    return jnp.where(dense >= 0, dense, jnp.where(ok, _SEARCH, common.size)).astype(jnp.int32)
+def _searched_ids(common: CommonPart, rows, size: int):
+    """`[size]` the table ids of `rows`' searched conjunctions, packed
+    (`CommonPart.searched_keys`; the sink past them)."""
+    key, live = common.searched_keys(rows, size)
+    return (common.offset + common.search(key, live)).astype(jnp.int32)
+
+
+SEARCH_KEYS = 1 << 16  # the packed ids of a chunk are rounded up to a multiple of this
 
 
 def dense_seen(common: CommonPart, indices: Array) -> np.ndarray:
@@ -209,16 +179,6 @@ def dense_seen(common: CommonPart, indices: Array) -> np.ndarray:
 def _mark_rows(seen, common: CommonPart, rows):
     dense = common.keys_of(rows)[2]
     return seen.at[jnp.where(dense >= 0, dense, seen.shape[0] - 1)].set(True)
-
-
-@stored_filter_jit
-def _chunk_keys(common: CommonPart, rows):
-    return common.keys_of(rows)[0]
-
-
-@stored_filter_jit
-def _search_keys(common: CommonPart, keys):
-    return common.search(keys, jnp.ones(keys.shape, bool))
 
 
 @functools.partial(jax.jit, donate_argnums=0)

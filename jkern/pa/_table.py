@@ -366,6 +366,57 @@ class CommonPart(eqx.Module):
                 jnp.concatenate([zero == 0, *oks], axis=-1),
                 jnp.concatenate(self.dense_ids_of(f), axis=-1))
 
+    def searched_counts(self, rows: np.ndarray) -> np.ndarray:
+        """`[n]` how many of each row's conjunctions are searched (host; rows ascending):
+        those whose largest feature is common (below `below`) but not dense, C(a, j) −
+        C(b, j) of each size j over a row of a common features, b of them dense."""
+        f = np.asarray(rows)[:, :self.width]
+        a = np.sum(f < (self.below or self.n_common), axis=1)
+        b = np.minimum(np.sum(f < self.n_dense, axis=1), a)
+        binom = binomials(self.width, self.degree).astype(np.int64)
+        return np.sum(binom[a, 1:] - binom[b, 1:], axis=1)
+
+    def searched_keys(self, rows: Int[Array, "R k"], size: int) -> tuple[Array, Array]:
+        """The keys of the rows' searched conjunctions (`searched_counts`), packed: row by
+        row, and within a row size by size, each size's colex ranks [C(b, j), C(a, j)) in
+        order (the order of `KeptIds`), in `[size]` slots (at least the rows' total);
+        returns (keys, live), live False in the slots past the total. Rows ascending. Only
+        the searched conjunctions are enumerated (no padding, no dense one), with a
+        scatter and a running sum for each slot's row (no search)."""
+        f = rows[:, :self.width]
+        R, W, d = f.shape[0], self.width, self.degree
+        a = jnp.sum(f < (self.below or self.n_common), axis=1)
+        b = jnp.minimum(jnp.sum(f < self.n_dense, axis=1), a)
+        binom = jnp.asarray(binomials(W, d))
+        lo = [binom[b, j] for j in range(1, d + 1)]
+        count = [binom[a, j] - lo[j - 1] for j in range(1, d + 1)]
+        per_row = sum(count[1:], count[0])
+        ends = jnp.cumsum(per_row)
+        q = jnp.arange(size, dtype=ends.dtype)
+        ended = jnp.zeros((size + 1,), jnp.int32).at[jnp.minimum(ends, size)].add(1)
+        row = jnp.minimum(jnp.cumsum(ended[:size]), R - 1)
+        live = q < ends[-1]
+        at = q - (ends[row] - per_row[row])  # the slot's place among its row's
+        # its size j: the first whose running count passes `at`; its colex rank within j
+        size_of = jnp.ones(q.shape, jnp.int32)
+        rank = lo[0][row] + at
+        before = count[0][row]
+        for j in range(2, d + 1):
+            past = at >= before
+            size_of = jnp.where(past, j, size_of)
+            rank = jnp.where(past, lo[j - 1][row] + at - before, rank)
+            before = before + count[j - 1][row]
+        rank = jnp.where(live, rank, 0)
+        colex = jnp.asarray(colex_combinations(W, d))
+        pos = colex[size_of - 1, rank]  # [size, d] positions (past the size: 0)
+        feat = f[row[:, None], pos].astype(self.keys.dtype)
+        base = self.n_common + 1
+        scale = jnp.asarray([base ** i for i in range(d)], self.keys.dtype)
+        used = jnp.arange(d)[None, :] < size_of[:, None]
+        key = jnp.sum(jnp.where(used, (feat + 1) * scale[None, :], 0), axis=1,
+                      dtype=self.keys.dtype)
+        return jnp.where(live, key, 0), live
+
     def dense_ids_of(self, f: Int[Array, "*batch w"]) -> list[Array]:
         """The dense ids of x's conjunctions over its first `width` positions (rows
         ascending), one array per size j = 0..d (∅, then the static position combinations
