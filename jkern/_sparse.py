@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._validate import float_dtype, to_device
+from ._validate import float_dtype, host_array, to_device
 from .errors import InputError
 
 INT32_MAX = 2**31 - 1  # column indices are int32 inside
@@ -230,6 +230,11 @@ class SparseRows(eqx.Module):
         return out.at[jnp.arange(n)[:, None], self.indices].add(self.values)
 
     def astype(self, dtype: Any) -> SparseRows:
+        """The same rows with values of `dtype` (converted on the host where they live
+        there: no program to compile)."""
+        host = host_array(self.values)
+        if host is not None and not isinstance(self.values, np.ndarray):
+            return SparseRows(self.indices, to_device(host, dtype), self.n_features, self.ids)
         return SparseRows(self.indices, self.values.astype(dtype), self.n_features, self.ids)
 
     def rows(self, idx: Any) -> SparseRows:
