@@ -122,7 +122,7 @@ class CommonPart(eqx.Module):
         cuckoo_keys: `[2^cuckoo_bits + 1]` the key in each cuckoo slot (`EMPTY_SLOT` where
             none; the last slot is always empty: where absent keys land), or None.
         cuckoo_pos: `[2^cuckoo_bits + 1]` the position in `keys` of each slot's key (D where
-            none), or None (`by_slot`).
+            none), or None (`by_slot` tables need none once their weights are laid out).
         cuckoo_bits: (static) a key's two slots are the top `cuckoo_bits` bits of two hashes
             of it (`_bucket_of` with seeds 0 and `cuckoo_seed`).
         cuckoo_seed: (static) the second hash's seed.
@@ -212,13 +212,10 @@ class CommonPart(eqx.Module):
         filled = np.flatnonzero(owner >= 0)
         slot_keys = np.full(S + 1, EMPTY_SLOT, keys.dtype)
         slot_keys[filled] = keys[owner[filled]]
-        pos = None
-        if not by_slot:
-            pos_np = np.full(S + 1, D, np.int32)
-            pos_np[filled] = owner[filled]
-            pos = to_device(pos_np)
+        pos = np.full(S + 1, D, np.int32)
+        pos[filled] = owner[filled]
         return dataclasses.replace(self, cuckoo_keys=to_device(slot_keys, self.keys.dtype),
-                                   cuckoo_pos=pos, cuckoo_bits=bits, cuckoo_seed=seed,
+                                   cuckoo_pos=to_device(pos), cuckoo_bits=bits, cuckoo_seed=seed,
                                    by_slot=by_slot, slots=None, window=0, slot_bits=0,
                                    bucket_start=None, hashed_keys=None, hashed_pos=None,
                                    shift=0, probes=0)
@@ -572,14 +569,14 @@ def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
         for i in range(j):
             at += _comb(keys[run] // base ** i % base - 1, i + 1)
         src[at] = np.arange(run.start, run.stop, dtype=np.int32)
-    # the table's weights by slot: a filled slot's key is at its place in the sorted keys
-    # (an empty table's one key, -1, and empty slots read the 0)
-    assert table.cuckoo_keys is not None
-    slot_keys = np.asarray(table.cuckoo_keys)[:-1]
-    filled = np.flatnonzero(slot_keys >= 0)
-    if len(rest):
-        src[offset + filled] = rest[np.searchsorted(keys[rest], slot_keys[filled])]
-    return table, src
+    # the table's weights by slot: a filled slot's key is the table's key at its position
+    # (an empty table's one key, -1, and empty slots read the 0); the positions are not
+    # kept (a lookup's id is its slot)
+    assert table.cuckoo_pos is not None
+    held = np.asarray(table.cuckoo_pos)[:-1]
+    filled = np.flatnonzero(held < len(rest))
+    src[offset + filled] = rest[held[filled]]
+    return dataclasses.replace(table, cuckoo_pos=None), src
 
 
 def _dense_offset(n: int, size: int) -> int:
