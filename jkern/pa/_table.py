@@ -673,25 +673,32 @@ def _cuckoo_owners(keys: np.ndarray, bits: int, seed: int, rounds: int = 4096
                    ) -> np.ndarray | None:
     """`[2^bits]` the index in `keys` of the key each slot holds (-1: none), each key in
     one of its two slots (`_bucket_of` with seeds 0 and `seed`); None where the rounds run
-    out (a cycle of evictions, or too slow to settle). Every waiting key moves at once in
-    a round: writes to one slot keep one (NumPy keeps the last), the others and the keys
-    they evicted wait for their other slot."""
+    out (a cycle of evictions, or too slow to settle). First every key goes to its first
+    slot (nothing to evict yet); then, round by round, every waiting key moves at once:
+    writes to one slot keep one (NumPy keeps the last), the others try their other slot
+    next, and each key evicted tries its other slot (the one it did not sit in)."""
     D = len(keys)
-    choices = np.stack([_bucket_of(keys, bits), _bucket_of(keys, bits, seed)]
-                       ).astype(np.int32)
+    first = _bucket_of(keys, bits).astype(np.int32)
+    second = _bucket_of(keys, bits, seed).astype(np.int32)
     owner = np.full(1 << bits, -1, np.int32)
-    waiting = np.arange(D, dtype=np.int32)
-    side = np.zeros(D, np.int8)  # the choice each key tries next
+    everyone = np.arange(D, dtype=np.int32)
+    owner[first] = everyone
+    waiting = np.flatnonzero(owner[first] != everyone).astype(np.int32)
+    del everyone
+    to_second = np.ones(len(waiting), bool)  # the slot each waiting key tries next
     for _ in range(rounds):
         if not len(waiting):
             return owner
-        target = choices[side[waiting], waiting]
+        target = np.where(to_second, second[waiting], first[waiting])
         before = owner[target]
         owner[target] = waiting
         won = owner[target] == waiting
         evicted = before[won]
-        waiting = np.concatenate([waiting[~won], evicted[evicted >= 0]])
-        side[waiting] ^= 1
+        sat = target[won]
+        out = evicted >= 0
+        evicted, sat = evicted[out], sat[out]
+        waiting = np.concatenate([waiting[~won], evicted])
+        to_second = np.concatenate([~to_second[~won], first[evicted] == sat])
     return None
 
 
