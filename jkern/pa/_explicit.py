@@ -301,9 +301,13 @@ class ConjunctionModel(eqx.Module):
         else:  # (no gather program) and only the conjunctions whose weight is not 0: they
             # alone move a margin, and most of a fit's are 0 (never in an updated example)
             host_w = np.asarray(self.weights)
-            nonzero = np.flatnonzero(host_w[:-1] != 0)
-            table, src = dense_layout(keys[nonzero], F, width, self.degree)
-            weights = to_device(np.append(host_w[nonzero], host_w[-1:])[src])
+            if np.all(host_w[:-1] != 0):  # (a fit's model: only those already, no copies)
+                table, src = dense_layout(keys, F, width, self.degree)
+                weights = to_device(host_w[src])
+            else:
+                nonzero = np.flatnonzero(host_w[:-1] != 0)
+                table, src = dense_layout(keys[nonzero], F, width, self.degree)
+                weights = to_device(np.append(host_w[nonzero], host_w[-1:])[src])
         rank = np.arange(F, dtype=np.int32)
         searched = searched_bound(rank, table, F, idx, idx < F)
         out = table_margins(to_device(rank), weights, table, F, to_device(idx, jnp.int32),
