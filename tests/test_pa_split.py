@@ -307,7 +307,11 @@ def test_common_part_finds_every_key_and_no_other(layout):
         part = part.cuckooed()
         assert part.cuckoo_keys is not None and part.slots is None
         S = part.cuckoo_keys.shape[0] - 1
-        assert S >= len(keys) / 0.48 and S & (S - 1) == 0
+        assert S >= len(keys) / 0.48
+        if part.keys.dtype.itemsize == 8:  # any count of slots: no more than the load needs
+            assert S == -(-len(keys) * 100 // 48)
+        else:  # 32-bit keys: a power of two
+            assert S & (S - 1) == 0
         # every key in one of its two slots, each slot holding at most one key
         slot_keys = np.asarray(part.cuckoo_keys)
         assert np.array_equal(np.sort(slot_keys[slot_keys >= 0]), keys)

@@ -119,12 +119,11 @@ class CommonPart(eqx.Module):
             order by home slot (`EMPTY_SLOT` keys where none), or None.
         window: (static) slots a lookup reads from its home: the longest displacement + 1.
         slot_bits: (static) the bits of the home slot.
-        cuckoo_keys: `[2^cuckoo_bits + 1]` the key in each cuckoo slot (`EMPTY_SLOT` where
-            none; the last slot is always empty: where absent keys land), or None.
-        cuckoo_pos: `[2^cuckoo_bits + 1]` the position in `keys` of each slot's key (D where
+        cuckoo_keys: `[S + 1]` the key in each of the S cuckoo slots (`EMPTY_SLOT` where
+            none; the last is always empty: where absent keys land), or None. A key's two
+            slots are `_slot_of` it with seeds 0 and `cuckoo_seed`.
+        cuckoo_pos: `[S + 1]` the position in `keys` of each slot's key (D where
             none), or None (`by_slot` tables need none once their weights are laid out).
-        cuckoo_bits: (static) a key's two slots are the top `cuckoo_bits` bits of two hashes
-            of it (`_bucket_of` with seeds 0 and `cuckoo_seed`).
         cuckoo_seed: (static) the second hash's seed.
         by_slot: (static) the table's ids are `offset` + the slot, not the position in
             `keys` (a model's weights, laid out by slot: one read fewer a lookup).
@@ -146,7 +145,6 @@ class CommonPart(eqx.Module):
     slot_bits: int = eqx.field(static=True, default=0)
     cuckoo_keys: Int[Array, " S1"] | None = None
     cuckoo_pos: Int[Array, " S1"] | None = None
-    cuckoo_bits: int = eqx.field(static=True, default=0)
     cuckoo_seed: int = eqx.field(static=True, default=0)
     by_slot: bool = eqx.field(static=True, default=False)
 
@@ -190,32 +188,34 @@ class CommonPart(eqx.Module):
                    degree, n_dense=n_dense, below=below).cuckooed(by_slot=by_slot)
 
     def cuckooed(self, load: float = 0.48, by_slot: bool = False) -> CommonPart:
-        """This table with its two-choice cuckoo slots (host): 2^bits slots, at most `load`
-        of them used (under 1/2, where two choices place every key with high probability).
+        """This table with its two-choice cuckoo slots (host): at most `load` of them used
+        (under 1/2, where two choices place every key with high probability; `_cuckoo_size`:
+        any count for 64-bit keys, a power of two for 32-bit ones).
         Placed in rounds, all waiting keys at once: each goes to its current choice,
         evicting the key there, which then waits for its other choice (of keys sent to one
         slot in a round, one wins and the others try their other choice). Where placement
         does not end (a cycle), another seed, then twice the slots."""
         keys = np.asarray(self.keys)
         D = len(keys)
-        bits = max(1, int(np.ceil(np.log2(max(D, 1) / load))))
+        wide = keys.dtype.itemsize == 8
+        S = _cuckoo_size(D, load, wide)
         owner, seed = None, 0
         for attempt in range(6):
             seed = _SEEDS[attempt % len(_SEEDS)]
-            owner = _cuckoo_owners(keys, bits, seed)
+            owner = _cuckoo_owners(keys, S, seed)
             if owner is not None:
                 break
-            bits += attempt % 2  # (a new seed, then more slots too)
+            if attempt % 2:  # (a new seed, then more slots too)
+                S = _cuckoo_size(S, 0.5, wide)
         if owner is None:
-            raise RuntimeError(f"no cuckoo placement of {D:,} keys in 2^{bits} slots")
-        S = 1 << bits
+            raise RuntimeError(f"no cuckoo placement of {D:,} keys in {S:,} slots")
         filled = np.flatnonzero(owner >= 0)
         slot_keys = np.full(S + 1, EMPTY_SLOT, keys.dtype)
         slot_keys[filled] = keys[owner[filled]]
         pos = np.full(S + 1, D, np.int32)
         pos[filled] = owner[filled]
         return dataclasses.replace(self, cuckoo_keys=to_device(slot_keys, self.keys.dtype),
-                                   cuckoo_pos=to_device(pos), cuckoo_bits=bits, cuckoo_seed=seed,
+                                   cuckoo_pos=to_device(pos), cuckoo_seed=seed,
                                    by_slot=by_slot, slots=None, window=0, slot_bits=0,
                                    bucket_start=None, hashed_keys=None, hashed_pos=None,
                                    shift=0, probes=0)
@@ -248,7 +248,7 @@ class CommonPart(eqx.Module):
         slots[placed, 1] = order
         return dataclasses.replace(self, slots=to_device(slots), window=window,
                                    slot_bits=bits, cuckoo_keys=None, cuckoo_pos=None,
-                                   cuckoo_bits=0, cuckoo_seed=0, by_slot=False)
+                                   cuckoo_seed=0, by_slot=False)
 
     def bucketed(self) -> CommonPart:
         """This table with buckets of a hash of its keys (host): between one and two keys
@@ -272,7 +272,7 @@ class CommonPart(eqx.Module):
                                    hashed_keys=to_device(keys[order], self.keys.dtype),
                                    hashed_pos=to_device(order), slots=None, window=0,
                                    slot_bits=0, cuckoo_keys=None, cuckoo_pos=None,
-                                   cuckoo_bits=0, cuckoo_seed=0, by_slot=False)
+                                   cuckoo_seed=0, by_slot=False)
 
     def with_width(self, width: int) -> CommonPart:
         """The same table searched over `width` positions of a row."""
@@ -302,8 +302,8 @@ class CommonPart(eqx.Module):
         assert ck is not None
         S = ck.shape[0] - 1
         flat = key.reshape(-1).astype(ck.dtype)
-        first = _bucket_of(flat, self.cuckoo_bits)
-        second = _bucket_of(flat, self.cuckoo_bits, self.cuckoo_seed)
+        first = _slot_of(flat, S)
+        second = _slot_of(flat, S, self.cuckoo_seed)
         # element gathers only (a row of several slots per key is a slower gather in XLA)
         slot = jnp.where(ck[first] == flat, first,
                          jnp.where(ck[second] == flat, second, S)).astype(jnp.int32)
@@ -644,9 +644,9 @@ def dense_keys_of(ids: np.ndarray, n: int, degree: int, base: int) -> np.ndarray
     return keys
 
 
-def _bucket_of(key: Any, bits: int, seed: int = 0) -> Any:
-    """The top `bits` bits of a 64-bit (or, for int32 keys, 32-bit) mix of `key` xor `seed`
-    (MurmurHash3's finalizer), the same on the host (NumPy) and in JAX."""
+def _mix(key: Any, seed: int = 0) -> Any:
+    """A 64-bit (or, for int32 keys, 32-bit) unsigned mix of `key` xor `seed` (MurmurHash3's
+    finalizer), the same on the host (NumPy) and in JAX."""
     xp = jnp if isinstance(key, jax.Array) else np
     wide = key.dtype.itemsize == 8
     u = xp.uint64 if wide else xp.uint32
@@ -662,25 +662,55 @@ def _bucket_of(key: Any, bits: int, seed: int = 0) -> Any:
         x = x ^ (x >> u(r if wide else 13))
         x = x * u(m2)
         x = x ^ (x >> u(r))
+    return x
+
+
+def _bucket_of(key: Any, bits: int, seed: int = 0) -> Any:
+    """The top `bits` bits of `_mix(key, seed)`."""
+    xp = jnp if isinstance(key, jax.Array) else np
+    u = xp.uint64 if key.dtype.itemsize == 8 else xp.uint32
+    x = _mix(key, seed)
     return (x >> u(8 * key.dtype.itemsize - bits)).astype(xp.int32 if bits < 31 else xp.int64)
+
+
+def _slot_of(key: Any, n_slots: int, seed: int = 0) -> Any:
+    """A slot in [0, n_slots) from `_mix(key, seed)`: for 64-bit keys the top 32 bits of the
+    mix times `n_slots`, shifted down 32 (any `n_slots` below 2^31, no division); for 32-bit
+    keys (no 64-bit product where x64 is off) `n_slots` is a power of two and the slot is
+    the mix's top bits. int32."""
+    xp = jnp if isinstance(key, jax.Array) else np
+    if key.dtype.itemsize == 8:
+        x = _mix(key, seed) >> xp.uint64(32)
+        with np.errstate(over="ignore"):
+            return ((x * xp.uint64(n_slots)) >> xp.uint64(32)).astype(xp.int32)
+    bits = n_slots.bit_length() - 1
+    assert n_slots == 1 << bits, "32-bit keys take a power of two of slots"
+    return _bucket_of(key, bits, seed).astype(xp.int32)
+
+
+def _cuckoo_size(n: int, load: float, wide: bool) -> int:
+    """Slots for `n` keys at most `load` of them used: ceil(n / load) for 64-bit keys (any
+    count, `_slot_of`), the next power of two for 32-bit keys; at least 2."""
+    need = max(2, int(np.ceil(max(n, 1) / load)))
+    return need if wide else 1 << (need - 1).bit_length()
 
 
 # the cuckoo tables' second-hash seeds, tried in turn (odd 64-bit constants; any would do)
 _SEEDS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9)
 
 
-def _cuckoo_owners(keys: np.ndarray, bits: int, seed: int, rounds: int = 4096
+def _cuckoo_owners(keys: np.ndarray, n_slots: int, seed: int, rounds: int = 4096
                    ) -> np.ndarray | None:
-    """`[2^bits]` the index in `keys` of the key each slot holds (-1: none), each key in
-    one of its two slots (`_bucket_of` with seeds 0 and `seed`); None where the rounds run
+    """`[n_slots]` the index in `keys` of the key each slot holds (-1: none), each key in
+    one of its two slots (`_slot_of` with seeds 0 and `seed`); None where the rounds run
     out (a cycle of evictions, or too slow to settle). First every key goes to its first
     slot (nothing to evict yet); then, round by round, every waiting key moves at once:
     writes to one slot keep one (NumPy keeps the last), the others try their other slot
     next, and each key evicted tries its other slot (the one it did not sit in)."""
     D = len(keys)
-    first = _bucket_of(keys, bits).astype(np.int32)
-    second = _bucket_of(keys, bits, seed).astype(np.int32)
-    owner = np.full(1 << bits, -1, np.int32)
+    first = _slot_of(keys, n_slots)
+    second = _slot_of(keys, n_slots, seed)
+    owner = np.full(n_slots, -1, np.int32)
     everyone = np.arange(D, dtype=np.int32)
     owner[first] = everyone
     waiting = np.flatnonzero(owner[first] != everyone).astype(np.int32)
