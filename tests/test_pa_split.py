@@ -289,6 +289,17 @@ def test_every_mode_matches_reference(ud_head, dataset, degree):
         _check_same(sol, lin, alpha=False, support=False, atol=0)
 
 
+def _check_search(part, keys: np.ndarray, absent_keys: np.ndarray) -> None:
+    """`search` of a table that knows which keys are absent: an absent key gets the sink
+    whatever `ok`; a present one its position where `ok`, else the sink."""
+    ok = jnp.asarray(np.arange(len(absent_keys)) % 2 == 0)
+    got = np.asarray(part.search(jnp.asarray(absent_keys), ok))
+    assert np.all(got == len(keys))
+    ok_np = np.arange(len(keys)) % 3 > 0
+    got = np.asarray(part.search(jnp.asarray(keys), jnp.asarray(ok_np)))
+    assert np.array_equal(got, np.where(ok_np, np.arange(len(keys)), len(keys)))
+
+
 @pytest.mark.parametrize("layout", ["cuckoo", "open", "hashed", "high_bits", "none"])
 def test_common_part_finds_every_key_and_no_other(layout):
     """`CommonPart.find` gives each key's position in the sorted table: with cuckoo slots
@@ -302,6 +313,7 @@ def test_common_part_finds_every_key_and_no_other(layout):
     # clustered keys, as conjunction keys of frequency-ordered features are
     keys = np.unique(np.concatenate([rng.integers(0, 5_000, 3_000),
                                      rng.integers(0, 2**40, 3_000)]))
+    absent_keys = np.setdiff1d(keys + 1, keys)
     part = CommonPart(jnp.asarray(keys), 10, 3, 2)
     if layout == "cuckoo":
         part = part.cuckooed()
@@ -315,12 +327,7 @@ def test_common_part_finds_every_key_and_no_other(layout):
         # every key in one of its two slots, each slot holding at most one key
         slot_keys = np.asarray(part.cuckoo_keys)
         assert np.array_equal(np.sort(slot_keys[slot_keys >= 0]), keys)
-        ok = jnp.asarray(np.arange(len(absent_keys := np.setdiff1d(keys + 1, keys))) % 2 == 0)
-        got = np.asarray(part.search(jnp.asarray(absent_keys), ok))
-        assert np.all(got == len(keys))  # absent: the sink, whatever `ok`
-        got = np.asarray(part.search(jnp.asarray(keys), jnp.asarray(np.arange(len(keys)) % 3 > 0)))
-        assert np.array_equal(got, np.where(np.arange(len(keys)) % 3 > 0, np.arange(len(keys)),
-                                            len(keys)))
+        _check_search(part, keys, absent_keys)
         # ids by slot (a model's weights): the slot that holds the key, S where absent
         by_slot = part.cuckooed(by_slot=True)
         assert by_slot.n_table == S and by_slot.size == S
@@ -337,12 +344,7 @@ def test_common_part_finds_every_key_and_no_other(layout):
         part = part.opened()
         assert part.slots is not None and 1 <= part.window <= 16
         assert part.slots.shape[0] >= 2 * len(keys)  # load <= 0.5
-        ok = jnp.asarray(np.arange(len(absent_keys := np.setdiff1d(keys + 1, keys))) % 2 == 0)
-        got = np.asarray(part.search(jnp.asarray(absent_keys), ok))
-        assert np.all(got == len(keys))  # absent: the sink, whatever `ok`
-        got = np.asarray(part.search(jnp.asarray(keys), jnp.asarray(np.arange(len(keys)) % 3 > 0)))
-        assert np.array_equal(got, np.where(np.arange(len(keys)) % 3 > 0, np.arange(len(keys)),
-                                            len(keys)))
+        _check_search(part, keys, absent_keys)
     elif layout == "hashed":
         part = part.bucketed()
         assert part.hashed_keys is not None and part.probes <= 5
