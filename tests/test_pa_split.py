@@ -369,13 +369,14 @@ def test_kept_ids_give_dense_ids_and_search_the_rest(degree, monkeypatch):
     features get arithmetic ids, the others are searched; each id names the row's
     conjunction (a dense id its key in `dense_keys`, a table id its key in the table, the
     sink one the table lacks)."""
-    import jkern.pa._slice as slice_module
+    import jkern.pa._table as table_module
     from jkern.pa._slice import CHUNK_VISITS, dense_seen, kept_ids
     from jkern.pa._split import common_part
     from jkern.pa._table import dense_keys
 
-    # searched and sent to the device in many small pieces (each must land whole)
-    monkeypatch.setattr(slice_module, "SEARCH_KEYS", 256)
+    # chunks' packed ids in slots of a small multiple: each chunk's spill past its own ids
+    # is overwritten by the next chunk's
+    monkeypatch.setattr(table_module, "PACKED_SLOTS", 256)
     rng = np.random.default_rng(degree)
     n, F = CHUNK_VISITS + 700, 60
     # frequency-ordered rows of 1..7 features, skewed towards the small ids

@@ -45,8 +45,10 @@ from ..errors import InputError
 from ._kernel import decide, kernel_int
 from ._table import (
     CommonPart,
+    chunk_rows,
     conjunction_coefficients,
     dense_layout,
+    packed_chunks,
     searched_bound,
     table_margins,
 )
@@ -301,13 +303,11 @@ class ConjunctionModel(eqx.Module):
         else:  # (no gather program) and only the conjunctions whose weight is not 0: they
             # alone move a margin, and most of a fit's are 0 (never in an updated example)
             host_w = np.asarray(self.weights)
-            if np.all(host_w[:-1] != 0):  # (a fit's model: only those already, no copies)
-                table, src = dense_layout(keys, F, width, self.degree)
-                weights = to_device(host_w[src])
-            else:
-                nonzero = np.flatnonzero(host_w[:-1] != 0)
-                table, src = dense_layout(keys[nonzero], F, width, self.degree)
-                weights = to_device(np.append(host_w[nonzero], host_w[-1:])[src])
+            live = host_w[:-1] != 0
+            if not np.all(live):  # (a fit's model holds only those already: no copies)
+                keys, host_w = keys[live], np.append(host_w[:-1][live], host_w[-1:])
+            table, src = dense_layout(keys, F, width, self.degree)
+            weights = to_device(host_w[src])
         rank = np.arange(F, dtype=np.int32)
         searched = searched_bound(rank, table, F, idx, idx < F)
         out = table_margins(to_device(rank), weights, table, F, to_device(idx, jnp.int32),
@@ -378,14 +378,10 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
     if on_device:  # the program's temporaries are several times its keys: smaller chunks
         step = max(1, step // 8)
         probe, rows = _wanted_rows(idx, val, degree, base, below, n_dense, width)
-        totals = np.add.reduceat(probe.searched_counts(rows), np.arange(0, len(rows), step))
-        size = -(-max(1, int(totals.max(initial=0))) // WANTED_KEYS) * WANTED_KEYS
+        totals, size = packed_chunks(probe.searched_counts(rows), step)
     for start in range(0, len(idx), step):
         if on_device:  # the same keys, enumerated by a compiled program
-            part_rows = rows[start:start + step]
-            if len(part_rows) < step:  # (one program: padded with rows of no feature)
-                part_rows = np.pad(part_rows, ((0, step - len(part_rows)), (0, 0)),
-                                   constant_values=probe.n_common)
+            part_rows = chunk_rows(rows, start, step, probe.n_common)
             keys = np.asarray(_wanted_keys(probe, to_device(part_rows),
                                            size))[:int(totals[start // step])]
             keys = keys.astype(np.int64)
@@ -436,9 +432,6 @@ def _wanted_rows(idx: np.ndarray, val: np.ndarray, degree: int, base: int, below
     probe = CommonPart(to_device(np.zeros(1, kdt)), n_common, max(width, 1), degree,
                        n_dense=n_dense, below=below if below < n_common else 0)
     return probe, f
-
-
-WANTED_KEYS = 1 << 16  # a chunk's packed keys are rounded up to a multiple of this
 
 
 @stored_filter_jit

@@ -161,10 +161,10 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
     sv = np.flatnonzero(alpha != 0)
     base = n_features + 1
     keys_out, w_out = [np.zeros(0, np.int64)], [np.zeros(0, alpha.dtype)]
-    present = np.asarray(rows)[sv] < n_features
-    t_all = present.sum(axis=1)
+    sv_rows = np.asarray(rows)[sv]
+    t_all = np.sum(sv_rows < n_features, axis=1)
     width = int(t_all.max(initial=0))
-    a_all = np.minimum(np.sum(np.asarray(rows)[sv] < n_rare_from, axis=1), t_all)
+    a_all = np.minimum(np.sum(sv_rows < n_rare_from, axis=1), t_all)
     binom = binomials(width, degree).astype(np.int64)
     per_row = np.sum(binom[t_all, 1:] - binom[a_all, 1:], axis=1)
     # chunks of about RARE_KEYS_AT_ONCE keys (a row's own count at least)
@@ -175,7 +175,7 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
     for part in np.split(np.arange(len(sv)), np.unique(cuts)):
         if not len(part) or colex is None:
             continue
-        r = np.asarray(rows)[sv[part], :width].astype(np.int64)
+        r = sv_rows[part, :width].astype(np.int64)
         a, t = a_all[part], t_all[part]
         for j in range(1, degree + 1):
             lo = binom[a, j]

@@ -47,7 +47,7 @@ from ._split import (
     first_rows,
     posting_starts,
 )
-from ._table import CommonPart, KeptIds
+from ._table import CommonPart, KeptIds, chunk_rows, packed_chunks
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
 IDS_BYTES = 2**30  # keep every example's searched conjunction ids when they fit
@@ -136,17 +136,12 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
         return None
     if E == 0:
         return KeptIds(jnp.zeros((1,), jnp.int32), to_device(start.astype(np.int32)))
-    chunks = range(0, n, CHUNK_VISITS)
-    most = max(int(start[min(at + CHUNK_VISITS, n)] - start[at]) for at in chunks)
-    size = -(-most // SEARCH_KEYS) * SEARCH_KEYS  # (few distinct programs)
+    _, size = packed_chunks(count, CHUNK_VISITS)
     # each chunk writes `size` ids from its start: the next overwrites what lies past
     # its own (the sink), and the last's spill lands in the padding
     flat = jnp.zeros((E + size,), jnp.int32)
-    for at in chunks:
-        rows = host[at:at + CHUNK_VISITS]
-        if len(rows) < CHUNK_VISITS:  # padded with rows of no common feature
-            rows = np.pad(rows, ((0, CHUNK_VISITS - len(rows)), (0, 0)),
-                          constant_values=common.n_common)
+    for at in range(0, n, CHUNK_VISITS):
+        rows = chunk_rows(host, at, CHUNK_VISITS, common.n_common)
         flat = _put_piece(flat, _searched_ids(common, to_device(rows), size), int(start[at]))
     return KeptIds(flat, to_device(start.astype(np.int32)))
 
@@ -157,9 +152,6 @@ def _searched_ids(common: CommonPart, rows, size: int):
     (`CommonPart.searched_keys`; the sink past them)."""
     key, live = common.searched_keys(rows, size)
     return (common.offset + common.search(key, live)).astype(jnp.int32)
-
-
-SEARCH_KEYS = 1 << 16  # the packed ids of a chunk are rounded up to a multiple of this
 
 
 def dense_seen(common: CommonPart, indices: Array) -> np.ndarray:

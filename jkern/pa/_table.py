@@ -514,6 +514,29 @@ def binomials(width: int, degree: int) -> np.ndarray:
                        for w in range(width + 1)], np.int32)
 
 
+PACKED_SLOTS = 1 << 16  # `searched_keys`' slots are a multiple of this (few programs)
+
+
+def packed_chunks(counts: np.ndarray, chunk: int) -> tuple[np.ndarray, int]:
+    """(`[chunks]` the searched conjunctions of each chunk of `chunk` rows, from each row's
+    `counts` (`CommonPart.searched_counts`); the slots `searched_keys` takes for any chunk:
+    the largest total rounded up to a multiple of PACKED_SLOTS)."""
+    counts = np.asarray(counts, np.int64)
+    totals = (np.add.reduceat(counts, np.arange(0, len(counts), chunk)) if len(counts)
+              else np.zeros(0, np.int64))
+    most = max(1, int(totals.max(initial=0)))
+    return totals, -(-most // PACKED_SLOTS) * PACKED_SLOTS
+
+
+def chunk_rows(rows: np.ndarray, at: int, chunk: int, absent: int) -> np.ndarray:
+    """`rows[at:at + chunk]` (host), a last short chunk padded with rows of `absent` only (no
+    feature, nothing to enumerate): every chunk one shape, one program."""
+    part = rows[at:at + chunk]
+    if len(part) < chunk:
+        part = np.pad(part, ((0, chunk - len(part)), (0, 0)), constant_values=absent)
+    return part
+
+
 def dense_features(n_common: int, degree: int, budget: int = DENSE_IDS) -> int:
     """The most frequent features whose conjunctions get arithmetic ids: the largest
     N ≤ n_common with `n_conjunctions(N, degree)` ≤ budget (the conjunctions of ≤ d of
