@@ -365,7 +365,8 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
     width = int(np.sum((val != 0) & (idx < below), axis=1).max(initial=0))
     per_row = sum(math.comb(width, j) for j in range(degree + 1))
     step = max(1, chunk // per_row)
-    space = min(base, below + 1) ** degree  # keys are below this
+    # keys are below this: a key's top digit is its largest feature + 1 <= below
+    space = min(base, below + 1) * base ** (degree - 1)
     seen = np.zeros(space, bool) if space <= BITMAP_KEYS else None
     table = np.zeros(0 if n_dense else 1, np.int64)  # ∅, unless left out
     parts: list[np.ndarray] = []
