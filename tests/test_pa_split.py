@@ -24,6 +24,7 @@ from jkern.pa import (
     parse_sparse_lines,
     prefix_nodes,
 )
+from jkern.pa._table import conjunction_coefficients
 
 EPOCHS = 3
 MODES = ("splitting", "slicing")
@@ -545,3 +546,58 @@ def test_rare_conjunctions_sum_the_support_vectors_conjunctions_that_hold_a_rare
                     want[key] = want.get(key, 0) + int(a)
     assert keys.tolist() == sorted(want)
     assert w.tolist() == [want[key] for key in sorted(want)]
+
+
+@pytest.mark.parametrize(("dataset", "degree", "n_common"),
+                         [("synthetic", 2, 10**6), ("synthetic", 3, 10**6), ("synthetic", 3, 40),
+                          ("boundary", 3, 10**6), ("boundary", 3, 25)])
+def test_explicit_private_conjunctions_go_through_their_example(monkeypatch, dataset, degree,
+                                                                n_common):
+    """The conjunctions that one training example alone holds (`_rare.private_counts`):
+    not in the table, not weights in the epochs, but that example's pair with itself; the
+    updates and margins are the reference's bit for bit, and the model (keys and weights)
+    is the one of a fit that keeps them in the table."""
+    from itertools import combinations
+
+    import jkern.pa._fit as fit_module
+    import jkern.pa._slice as slice_module
+    import jkern.pa._split as split_module
+
+    X, y, _ = _dataset(dataset)
+    Xf, _ = frequency_order(X).apply(X)
+    ref = pa_reference(_rows(Xf), y.tolist(), degree=degree, epochs=EPOCHS, exact=True)
+    kw = dict(degree=degree, epochs=EPOCHS, mode="explicit", record=True, block_size=7,
+              key=None, n_common=n_common)
+    whole = fit(Xf, y, **kw)  # one chunk of visits: the ids are searched, no split
+    # the ids kept (chunks of 16 rows) and a table past the first 3 features (dense)
+    monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)
+    few = lambda n, d, budget=0: min(n, 3)  # noqa: E731
+    monkeypatch.setattr(fit_module, "dense_features", few)
+    monkeypatch.setattr(split_module, "dense_features", few)
+    owns = []
+    real = fit_module.private_counts
+    monkeypatch.setattr(fit_module, "private_counts",
+                        lambda *a: owns.append((a[0], real(*a))) or owns[-1][1])
+    sol = fit(Xf, y, **kw)
+    _check_same(sol, ref, alpha=False, atol=0)
+    assert np.array_equal(sol.model.keys, whole.model.keys)
+    assert np.array_equal(np.asarray(sol.model.weights), np.asarray(whole.model.weights))
+    # own_t: Σ c_|U| over t's conjunctions of common features (below N), not all dense
+    # (below 3), that no other example holds; and the table holds the others
+    (common, own), = owns
+    N = min(n_common, Xf.n_features)
+    rows = [sorted(f for f in r if f < N) for r in _rows(Xf)]
+    holders: dict[tuple[int, ...], int] = {}
+    for r in rows:
+        for j in range(1, degree + 1):
+            for U in combinations(r, j):
+                holders[U] = holders.get(U, 0) + (U[-1] >= 3)
+    c = conjunction_coefficients(degree)
+    want = [sum(c[len(U)] for j in range(1, degree + 1) for U in combinations(r, j)
+                if U[-1] >= 3 and holders[U] == 1) for r in rows]
+    assert np.array_equal(own, want) and 0 < sum(want)
+    base = Xf.n_features + 1
+    shared = sorted(sum((f + 1) * base ** i for i, f in enumerate(U))
+                    for U, k in holders.items() if k > 1)
+    table = np.asarray(common.keys, np.int64)
+    assert np.array_equal(table[table > 0], shared)

@@ -351,10 +351,11 @@ def conjunction_table(X: SparseRows, degree: int, *, n_common: int | None = None
 
 def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
                   limit: int | None = None, chunk: int = 1 << 22,
-                  n_dense: int = 0) -> tuple[np.ndarray, bool]:
+                  n_dense: int = 0, shared: bool = False) -> tuple[np.ndarray, bool]:
     """(the sorted distinct keys in `base` of the conjunctions of features below `below`
     of `X`'s rows, complete?). With `limit`, the enumeration stops once more than `limit`
     keys are found, returning those found so far (a subset of the table) and False.
+    `shared`: only the keys of two rows or more (a row's keys are distinct; ∅ is kept).
 
     Where every key is below BITMAP_KEYS the keys found are marked in a byte map (a
     scatter; N = 511 at d = 3), else each chunk's are sorted and merged. `n_dense`: the
@@ -367,8 +368,11 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
     step = max(1, chunk // per_row)
     # keys are below this: a key's top digit is its largest feature + 1 <= below
     space = min(base, below + 1) * base ** (degree - 1)
-    seen = np.zeros(space, bool) if space <= BITMAP_KEYS else None
-    table = np.zeros(0 if n_dense else 1, np.int64)  # ∅, unless left out
+    seen = np.zeros(space, bool) if space <= BITMAP_KEYS and not shared else None
+    assert limit is None or not shared
+    # shared: every key k is held as 2k + (seen in two rows or more?), the runs of a
+    # sorted array of those merged (`_merge_counted`)
+    table = np.zeros(0 if n_dense else 1, np.int64) + int(shared)  # ∅, unless left out
     parts: list[np.ndarray] = []
     pending = 0
     # merge the chunks' distinct keys now and then (memory), and check the limit then
@@ -403,12 +407,13 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
                 if np.count_nonzero(seen) > limit:
                     return np.flatnonzero(seen), False
             continue
-        part = sorted_unique(keys)
+        part = _merge_counted([keys * 2]) if shared else sorted_unique(keys)
         parts.append(part)
         pending += len(part)
         last = start + step >= len(idx)
         if pending > merge_at or last or (limit is not None and len(part) > limit):
-            table = merge_unique([table, *parts])
+            table = (_merge_counted([table, *parts]) if shared
+                     else merge_unique([table, *parts]))
             parts, pending = [], 0
             if limit is not None and len(table) > limit:
                 return table, False
@@ -416,7 +421,26 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
         seen[0] = not n_dense
         table = np.flatnonzero(seen)
         return table, limit is None or len(table) <= limit
+    if shared:
+        table = table[(table & 1) == 1] >> 1
     return table, True
+
+
+def _merge_counted(parts: list[np.ndarray]) -> np.ndarray:
+    """The distinct keys of `parts` (each 2k + f, f: k is in two rows or more), as 2k + f:
+    a stable sort of their concatenation (it merges sorted runs), then per run of one k,
+    f = 1 where the run is longer than one (k in two parts, or twice in one) or its last
+    (the largest: f = 1 sorts last) has f = 1."""
+    s = np.sort(np.concatenate(parts), kind="stable")
+    if s.size < 2:
+        return s
+    key = s >> 1
+    last = np.empty(s.size, bool)
+    last[-1] = True
+    np.not_equal(key[1:], key[:-1], out=last[:-1])
+    ends = np.flatnonzero(last)
+    longer = np.diff(ends, prepend=-1) > 1
+    return (key[ends] << 1) | (longer | ((s[ends] & 1) == 1))
 
 
 def _wanted_rows(idx: np.ndarray, val: np.ndarray, degree: int, base: int, below: int,

@@ -54,8 +54,9 @@ from ._explicit import (
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
-from ._rare import RarePart, add_partners, rare_conjunctions, rare_features, rare_part
-from ._slice import CHUNK_VISITS, dense_seen, fit_split, kept_ids
+from ._rare import (RarePart, add_partners, private_counts, rare_conjunctions, rare_features,
+                    rare_part)
+from ._slice import CHUNK_VISITS, dense_seen, fit_split, kept_ids, keeps_ids
 from ._split import common_part
 from ._table import CommonPart, dense_features, dense_keys_of
 
@@ -602,18 +603,30 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
             N = min(F, int(n_common))
         else:
             N = rare_features(idx, idx < F, F, dense_features(F, p.degree))
-        common = common_part(X, p.degree, F, below=N)
-        rare = rare_part(idx, F, N, p.degree) if N < F else None
-        state = learner.init(common.size, dtype=p.dtype)
+        # the conjunctions of one example only go through it, as the rare ones (`_rare`),
+        # where C is concrete (their weights are then known) and every id can be kept
+        private = not is_traced(p.C) and keeps_ids(n, p.epochs)
+        common = common_part(X, p.degree, F, below=N, shared=private)
         idx_j = to_device(idx, jnp.int32)
         kept = kept_ids(common, idx_j, p.epochs)
+        if private and kept is None:  # (the ids too many to keep: every conjunction a key)
+            private = False
+            common = common_part(X, p.degree, F, below=N)
+        own = private_counts(common, kept, idx) if private and kept is not None else None
+        if kept is not None:  # every id is kept: the epochs never search the table
+            common = common.unsearched()
+        rare = rare_part(idx, F, N, p.degree, own) if N < F or own is not None else None
+        state = learner.init(common.size, dtype=p.dtype)
         out = _run_conjunctions(
             learner, common, state, idx_j, sq, p.y, to_device(order), to_device(mask),
             p.record, kept, p.block, rare)
         del kept  # (the ids are the largest array of a fit)
         state, ms, upds = out[:3]
-        more = (None if rare is None
-                else rare_conjunctions(idx, np.asarray(out[3]), F, N, p.degree))
+        more = None
+        if rare is not None:  # the rare and private conjunctions' weights, from α
+            more = rare_conjunctions(
+                idx, np.asarray(out[3]), F, common.n_dense if private else N,
+                p.degree, np.asarray(common.keys, np.int64) if private else None)
         keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), state.w, more)
     host_w = host_array(w)
     if host_w is not None:  # on the host: no programs to compile

@@ -32,7 +32,8 @@ from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
 from .._validate import to_device
-from ._table import binomials, colex_combinations
+from ._table import (CommonPart, KeptIds, binomials, colex_combinations,
+                     conjunction_coefficients)
 
 RARE_PAIRS = 1 << 22  # at most this many (example, example, rare feature) triples
 
@@ -64,10 +65,45 @@ def rare_features(indices: np.ndarray, present: np.ndarray, n_features: int, n_d
     return min(n_features, max(first, n_dense))
 
 
-def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int) -> RarePart:
+def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
+              own: np.ndarray | None = None) -> RarePart | None:
     """The `RarePart` of sorted feature rows (`rows` `[n, k]`, ascending, padding =
-    `n_features`) for the rare features `n_rare_from` <= f < `n_features`."""
+    `n_features`) for the rare features `n_rare_from` <= f < `n_features`, with `own`
+    (`[n]`, int64, `PrivateSplit.own`) added to each example's pair with itself; None
+    when there is no pair."""
+    n = rows.shape[0]
+    a, b, coef = _rare_pairs(rows, n_features, n_rare_from, degree)
+    if own is not None and np.any(own):
+        # an example's own conjunctions pair it with itself: on its self pair (there where
+        # it shares a rare feature with itself, else a new one, in the pairs' order)
+        who = np.flatnonzero(own).astype(np.int64)
+        key = a * n + b
+        at = np.searchsorted(key, who * n + who)
+        there = at < len(key)
+        there[there] = key[at[there]] == who[there] * n + who[there]
+        coef = coef.copy()
+        coef[at[there]] += own[who[there]]
+        new, at = who[~there], at[~there]
+        a, b = np.insert(a, at, new), np.insert(b, at, new)
+        coef = np.insert(coef, at, own[new])
+    if not len(a):
+        return None
+    start = np.searchsorted(a, np.arange(n + 1)).astype(np.int32)
+    width = int(np.diff(start).max(initial=0))
+    pad = max(width, 1)
+    partner = np.concatenate([b, np.full(pad, n)]).astype(np.int32)
+    coef = np.concatenate([coef, np.zeros(pad, np.int64)])
+    return RarePart(to_device(start), to_device(partner), to_device(coef), max(width, 1))
+
+
+def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, coef): the pairs (a, b) of examples that share a rare feature, sorted by
+    (a, b), self included, and their (1 + a + b)^d − (1 + a)^d (int64)."""
     n, k = rows.shape
+    if n_rare_from >= n_features:
+        none = np.zeros(0, np.int64)
+        return none, none, none
     rare = (rows >= n_rare_from) & (rows < n_features)
     ex = np.repeat(np.arange(n, dtype=np.int64), k)[rare.reshape(-1)]
     feat = rows.reshape(-1)[rare.reshape(-1)]
@@ -96,12 +132,7 @@ def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int) 
     a, b = pair // n, pair % n
     shared_common = _shared_common(rows, a, b, n_rare_from)
     coef = (1 + shared_common + shared_rare) ** degree - (1 + shared_common) ** degree
-    start = np.searchsorted(a, np.arange(n + 1)).astype(np.int32)
-    width = int(np.diff(start).max(initial=0))
-    pad = max(width, 1)
-    partner = np.concatenate([b, np.full(pad, n)]).astype(np.int32)
-    coef = np.concatenate([coef, np.zeros(pad, np.int64)])
-    return RarePart(to_device(start), to_device(partner), to_device(coef), max(width, 1))
+    return a, b, coef.astype(np.int64)
 
 
 PAIRS_AT_ONCE = 1 << 16  # pairs compared in one call (one program whatever the data)
@@ -149,11 +180,14 @@ def add_partners(r: Array, rare: RarePart, pos: Array, dalpha: Array, updated: A
 
 
 def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_rare_from: int,
-                      degree: int) -> tuple[np.ndarray, np.ndarray]:
+                      degree: int, skip: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """(sorted keys, weights): w_U = Σ_s α_s [U ⊆ s] of every conjunction U that holds a rare
     feature, over the examples with α_s != 0 (`alpha` `[n]`, int64 counts or floats), keyed
     as `_explicit._conjunction_keys` in base `n_features + 1`. `rows`: `[n, k]` feature ids
-    ascending, `n_features` or more where absent.
+    ascending, `n_features` or more where absent. `skip`: sorted keys left out (with
+    `n_rare_from` the dense features' count and `skip` a table of shared conjunctions,
+    the rare and the private ones, `private_counts`).
 
     Only those conjunctions are enumerated: over a row of a common and t features (rows
     ascending: the common first), the ones of size j whose largest position is rare are
@@ -190,8 +224,13 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
             key = np.zeros(total, np.int64)
             for i in range(j):
                 key += (f[:, i] + 1) * base ** i
+            w = alpha[sv[part]][owner]
+            if skip is not None and len(skip):
+                at = np.minimum(np.searchsorted(skip, key), len(skip) - 1)
+                out = skip[at] != key
+                key, w = key[out], w[out]
             keys_out.append(key)
-            w_out.append(alpha[sv[part]][owner])
+            w_out.append(w)
     keys, w = np.concatenate(keys_out), np.concatenate(w_out)
     order = np.argsort(keys, kind="stable")
     keys, w = keys[order], w[order]
@@ -201,3 +240,31 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
 
 
 RARE_KEYS_AT_ONCE = 1 << 22  # rare conjunctions enumerated at a time (memory)
+
+
+def private_counts(common: CommonPart, kept: KeptIds, rows: np.ndarray) -> np.ndarray:
+    """`[n]` own_t = Σ c_|U| over example t's private conjunctions U: those of one training
+    example only, which a table of the shared ones (`common_part(shared=True)`) lacks, so
+    that t's kept ids name the sink there.
+
+    A private conjunction U of t has the weight w_U = α_t (t's updates, no other's) and
+    moves t's margin only, by c_|U| α_t: t's pair with itself in the rare part carries
+    own_t (`rare_part(own=...)`), and U needs no weight, no table key and no lookup in the
+    epochs (the sink's weight stays 0); `rare_conjunctions(skip=...)` gives the model its
+    w_U back. In exact mode the margins are the same integers. `rows`: the fit's sorted
+    feature rows (`[n, k]`, the kept ids' rows)."""
+    start = np.asarray(kept.start).astype(np.int64)
+    E = int(start[-1])
+    flags = np.zeros(E + 1, np.int8)  # (a 0 past the end: a run that ends at E sums to it)
+    np.equal(np.asarray(kept.flat)[:E], common.size, out=flags[:E].view(bool))
+    # an example's kept ids hold C(a, j) − C(b, j) of size j in turn (a common, b dense
+    # features: `KeptIds`): the sinks of each run, an empty run's masked
+    below = common.below or common.n_common
+    a = np.sum(rows < below, axis=1)
+    b = np.minimum(np.sum(rows < common.n_dense, axis=1), a)
+    binom = binomials(int(a.max(initial=0)), common.degree).astype(np.int64)
+    per_size = binom[a, 1:] - binom[b, 1:]  # [n, d]
+    seg = start[:-1, None] + np.cumsum(per_size, axis=1) - per_size
+    got = np.add.reduceat(flags, seg.reshape(-1), dtype=np.int64)
+    got = np.where(per_size.reshape(-1) > 0, got, 0).reshape(per_size.shape)
+    return got @ np.asarray(conjunction_coefficients(common.degree)[1:], np.int64)

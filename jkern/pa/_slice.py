@@ -125,7 +125,7 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
     kept. Each chunk is one program on the device: its searched conjunctions enumerated
     packed (`CommonPart.searched_keys`), searched, and written into the kept ids."""
     n = indices.shape[0]
-    if epochs < 2 or n <= CHUNK_VISITS:
+    if not keeps_ids(n, epochs):
         return None
     host = np.asarray(indices)  # (chunks cut on the host: no slicing program)
     count = common.searched_counts(host)
@@ -144,6 +144,11 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
         rows = chunk_rows(host, at, CHUNK_VISITS, common.n_common)
         flat = _put_piece(flat, _searched_ids(common, to_device(rows), size), int(start[at]))
     return KeptIds(flat, to_device(start.astype(np.int32)))
+
+
+def keeps_ids(n: int, epochs: int) -> bool:
+    """Whether `kept_ids` keeps the ids of `n` rows for `epochs` epochs (when they fit)."""
+    return epochs >= 2 and n > CHUNK_VISITS
 
 
 @stored_filter_jit

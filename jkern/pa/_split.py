@@ -182,20 +182,22 @@ def posting_starts(X: SparseRows, first_rows: np.ndarray, n_common: int, *,
 
 def common_part(Xf: SparseRows, degree: int, n_common: int,
                 keys: np.ndarray | None = None, n_dense: int | None = None,
-                below: int | None = None) -> CommonPart:
+                below: int | None = None, shared: bool = False) -> CommonPart:
     """The `CommonPart` of frequency-ordered rows `Xf` for N = `n_common` (`keys`: its
     whole table when already built, sorted): the conjunctions of the `n_dense` most frequent
     features (default `dense_features`) by arithmetic ids, the others in a table (a fit
     finds every example's ids once, `_slice.kept_ids`: only those are searched). `below`:
     only the conjunctions of features below it (explicit mode's rare split, `_rare`); the
-    keys stay in base `n_common + 1`."""
+    keys stay in base `n_common + 1`. `shared`: only the conjunctions of two rows or more
+    (explicit mode's private split, `_rare.private_counts`)."""
     n_dense = dense_features(n_common, degree) if n_dense is None else min(n_dense, n_common)
     limit = n_common if below is None else min(below, n_common)
     n_dense = min(n_dense, limit)
     if keys is None and 0 < n_dense >= limit:  # every conjunction (∅ too) is dense: no table
         keys = np.zeros(0, np.int64)
     elif keys is None:
-        keys, _ = distinct_keys(Xf, degree, _base(n_common, degree), limit, n_dense=n_dense)
+        keys, _ = distinct_keys(Xf, degree, _base(n_common, degree), limit, n_dense=n_dense,
+                                shared=shared)
     else:  # the table leaves out the dense conjunctions (∅ among them, where any)
         keep = np.ones(len(keys), bool)
         for _, run in dense_runs(keys, n_dense, n_common + 1, degree):

@@ -220,6 +220,14 @@ class CommonPart(eqx.Module):
                                    bucket_start=None, hashed_keys=None, hashed_pos=None,
                                    shift=0, probes=0)
 
+    def unsearched(self) -> CommonPart:
+        """This table without what searches it (its slots): a fit whose every id is kept
+        (`_slice.kept_ids`) reads its keys and layout only, and holds no slots meanwhile."""
+        assert not self.by_slot  # (a by-slot table's ids are its slots)
+        return dataclasses.replace(self, cuckoo_keys=None, cuckoo_pos=None, slots=None,
+                                   window=0, slot_bits=0, bucket_start=None,
+                                   hashed_keys=None, hashed_pos=None, shift=0, probes=0)
+
     def opened(self, load: float = 0.5, longest: int = 16) -> CommonPart:
         """This table with its open-addressed slots (host): at most `load` of the slots
         used, more slots (halving the load) until every key lies within `longest` slots of
