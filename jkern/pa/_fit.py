@@ -54,9 +54,15 @@ from ._explicit import (
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
 from ._pke import ExpandedModel, expand_support_vectors
-from ._rare import (RarePart, add_partners, private_counts, rare_conjunctions, rare_features,
-                    rare_part)
-from ._slice import CHUNK_VISITS, dense_seen, fit_split, kept_ids, keeps_ids
+from ._rare import (
+    RarePart,
+    add_partners,
+    private_counts,
+    rare_conjunctions,
+    rare_features,
+    rare_part,
+)
+from ._slice import CHUNK_VISITS, dense_seen, fit_split, keeps_ids, kept_ids
 from ._split import common_part
 from ._table import CommonPart, dense_features, dense_keys_of
 

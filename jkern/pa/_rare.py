@@ -32,8 +32,7 @@ from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
 from .._validate import to_device
-from ._table import (CommonPart, KeptIds, binomials, colex_combinations,
-                     conjunction_coefficients)
+from ._table import CommonPart, KeptIds, binomials, colex_combinations, conjunction_coefficients
 
 RARE_PAIRS = 1 << 22  # at most this many (example, example, rare feature) triples
 
