@@ -41,16 +41,19 @@ def worker(spec: dict) -> dict:
     order = frequency_order(train.features)  # opal's renumbering
     Xtr, _ = order.apply(train.features)
     Xte, _ = order.apply(test.features)
+    # (the renumbered copies serve from here on: the originals go, as a user's would)
+    ytr, yte = train.labels, test.labels
+    del train, test
     Xtr, Xte = Xtr.astype(jnp.float64), Xte.astype(jnp.float64)
     model_name, degree = spec["model"], spec["degree"]
     before = _rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
     row: dict = {}
     if model_name == "svm":
-        margins, row = _svm(Xtr, train.labels, Xte, degree, spec["svm_C"])
+        margins, row = _svm(Xtr, ytr, Xte, degree, spec["svm_C"])
         updated = None
     else:
-        sol = fit(Xtr, train.labels, degree=degree, C=spec["C"], epochs=spec["epochs"],
+        sol = fit(Xtr, ytr, degree=degree, C=spec["C"], epochs=spec["epochs"],
                   mode=MODE_OF[model_name], n_common=spec.get("n_common"),
                   block_size=spec["block"], throw=True, key=None)
         jax.block_until_ready(sol.model)
@@ -68,9 +71,9 @@ def worker(spec: dict) -> dict:
             margins = np.asarray(expanded.decision_function(Xte))
         if model_name in KERNEL_MODELS and spec.get("classify_timing", True):
             row["classify_us"] = 1e6 * _median_seconds(
-                lambda: expanded.decision_function(Xte)) / len(test.labels)
+                lambda: expanded.decision_function(Xte)) / len(yte)
         if model_name in KERNEL_MODELS and spec.get("pure_timing", True):
-            head = Xte.rows(np.arange(min(2000, len(test.labels))))
+            head = Xte.rows(np.arange(min(2000, len(yte))))
             pure = np.asarray(sol.model.decision_function(head))
             row["classify_pure_us"] = 1e6 * _median_seconds(
                 lambda: sol.model.decision_function(head)) / len(head)
@@ -79,12 +82,12 @@ def worker(spec: dict) -> dict:
                                            / scale)
         if model_name not in KERNEL_MODELS:
             margins = np.asarray(sol.model.decision_function(Xte))
-    accuracy = float(np.mean(np.where(margins >= 0, 1, -1) == np.asarray(test.labels)))
+    accuracy = float(np.mean(np.where(margins >= 0, 1, -1) == np.asarray(yte)))
     if spec.get("trace"):
         np.savez(spec["trace"], margins=margins,
                  **({} if updated is None else {"updated": np.packbits(updated)}))
     row.update(seconds=seconds, cpu_seconds=cpu, peak_mb=peak, fit_mb=max(0.0, peak - before),
-               accuracy=accuracy, n_train=len(train.labels), n_test=len(test.labels))
+               accuracy=accuracy, n_train=len(ytr), n_test=len(yte))
     return row
 
 

@@ -231,7 +231,10 @@ class SparseRows(eqx.Module):
 
     def astype(self, dtype: Any) -> SparseRows:
         """The same rows with values of `dtype` (converted on the host where they live
-        there: no program to compile)."""
+        there: no program to compile); these rows where their values are of `dtype` (no
+        copy: the arrays are immutable)."""
+        if np.dtype(dtype) == np.dtype(self.values.dtype):
+            return self
         host = host_array(self.values)
         if host is not None and not isinstance(self.values, np.ndarray):
             return SparseRows(self.indices, to_device(host, dtype), self.n_features, self.ids)

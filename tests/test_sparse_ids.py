@@ -249,3 +249,14 @@ def test_kda_and_ds_refuse_values_whose_squares_overflow():
     x[3, 0] = 1e200
     with pytest.raises(InputError, match="row 3 .* overflows"):
         ds.fit(x, mp, rel, key=None)
+
+
+def test_astype_converts_on_the_host_and_keeps_rows_of_that_dtype():
+    """`SparseRows.astype`: the same rows, values converted; rows whose values already have
+    the dtype are returned as they are (no second copy of a data set held for a fit)."""
+    X = SparseRows.from_rows([{0: 1.0, 3: 2.5}, {1: 1.0}])
+    assert X.astype(X.values.dtype) is X
+    Y = X.astype(jnp.float16)
+    assert Y.values.dtype == jnp.float16 and Y is not X
+    assert np.array_equal(np.asarray(Y.values), np.asarray(X.values).astype(np.float16))
+    assert np.array_equal(np.asarray(Y.indices), np.asarray(X.indices))
