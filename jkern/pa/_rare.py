@@ -238,7 +238,7 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
     return keys[first], np.add.reduceat(w, first) if len(keys) else w
 
 
-RARE_KEYS_AT_ONCE = 1 << 22  # rare conjunctions enumerated at a time (memory)
+RARE_KEYS_AT_ONCE = 1 << 20  # rare conjunctions enumerated at a time (memory)
 
 
 def private_counts(common: CommonPart, kept: KeptIds, rows: np.ndarray) -> np.ndarray:
@@ -254,16 +254,16 @@ def private_counts(common: CommonPart, kept: KeptIds, rows: np.ndarray) -> np.nd
     feature rows (`[n, k]`, the kept ids' rows)."""
     start = np.asarray(kept.start).astype(np.int64)
     E = int(start[-1])
-    flags = np.zeros(E + 1, np.int8)  # (a 0 past the end: a run that ends at E sums to it)
-    np.equal(np.asarray(kept.flat)[:E], common.size, out=flags[:E].view(bool))
+    sinks = np.flatnonzero(np.asarray(kept.flat)[:E] == common.size)
     # an example's kept ids hold C(a, j) − C(b, j) of size j in turn (a common, b dense
-    # features: `KeptIds`): the sinks of each run, an empty run's masked
+    # features: `KeptIds`): each sink's run (the last that starts at or before it: an
+    # empty run shares its start with the next), counted
     below = common.below or common.n_common
     a = np.sum(rows < below, axis=1)
     b = np.minimum(np.sum(rows < common.n_dense, axis=1), a)
     binom = binomials(int(a.max(initial=0)), common.degree).astype(np.int64)
     per_size = binom[a, 1:] - binom[b, 1:]  # [n, d]
-    seg = start[:-1, None] + np.cumsum(per_size, axis=1) - per_size
-    got = np.add.reduceat(flags, seg.reshape(-1), dtype=np.int64)
-    got = np.where(per_size.reshape(-1) > 0, got, 0).reshape(per_size.shape)
-    return got @ np.asarray(conjunction_coefficients(common.degree)[1:], np.int64)
+    seg = (start[:-1, None] + np.cumsum(per_size, axis=1) - per_size).reshape(-1)
+    got = np.bincount(np.searchsorted(seg, sinks, side="right") - 1, minlength=seg.size)
+    return got.reshape(per_size.shape) @ np.asarray(
+        conjunction_coefficients(common.degree)[1:], np.int64)
