@@ -68,7 +68,7 @@ def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
               own: np.ndarray | None = None) -> RarePart | None:
     """The `RarePart` of sorted feature rows (`rows` `[n, k]`, ascending, padding =
     `n_features`) for the rare features `n_rare_from` <= f < `n_features`, with `own`
-    (`[n]`, int64, `PrivateSplit.own`) added to each example's pair with itself; None
+    (`[n]`, int64, `private_counts`) added to each example's pair with itself; None
     when there is no pair."""
     n = rows.shape[0]
     a, b, coef = _rare_pairs(rows, n_features, n_rare_from, degree)
@@ -258,11 +258,7 @@ def private_counts(common: CommonPart, kept: KeptIds, rows: np.ndarray) -> np.nd
     # an example's kept ids hold C(a, j) − C(b, j) of size j in turn (a common, b dense
     # features: `KeptIds`): each sink's run (the last that starts at or before it: an
     # empty run shares its start with the next), counted
-    below = common.below or common.n_common
-    a = np.sum(rows < below, axis=1)
-    b = np.minimum(np.sum(rows < common.n_dense, axis=1), a)
-    binom = binomials(int(a.max(initial=0)), common.degree).astype(np.int64)
-    per_size = binom[a, 1:] - binom[b, 1:]  # [n, d]
+    per_size = common.searched_per_size(rows)  # [n, d]
     seg = (start[:-1, None] + np.cumsum(per_size, axis=1) - per_size).reshape(-1)
     got = np.bincount(np.searchsorted(seg, sinks, side="right") - 1, minlength=seg.size)
     return got.reshape(per_size.shape) @ np.asarray(

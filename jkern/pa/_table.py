@@ -375,11 +375,15 @@ class CommonPart(eqx.Module):
         """`[n]` how many of each row's conjunctions are searched (host; rows ascending):
         those whose largest feature is common (below `below`) but not dense, C(a, j) −
         C(b, j) of each size j over a row of a common features, b of them dense."""
+        return np.sum(self.searched_per_size(rows), axis=1)
+
+    def searched_per_size(self, rows: np.ndarray) -> np.ndarray:
+        """`[n, d]` `searched_counts` size by size: C(a, j) − C(b, j) for j = 1..d."""
         f = np.asarray(rows)[:, :self.width]
         a = np.sum(f < (self.below or self.n_common), axis=1)
         b = np.minimum(np.sum(f < self.n_dense, axis=1), a)
         binom = binomials(self.width, self.degree).astype(np.int64)
-        return np.sum(binom[a, 1:] - binom[b, 1:], axis=1)
+        return binom[a, 1:] - binom[b, 1:]
 
     def searched_keys(self, rows: Int[Array, "R k"], size: int) -> tuple[Array, Array]:
         """The keys of the rows' searched conjunctions (`searched_counts`), packed: row by
