@@ -197,8 +197,16 @@ def gram_workload(inputs: Inputs, kernel_name: str, dtype: str) -> Workload:
     trees = inputs.trec_train.trees
     kernel = tree_kernel(kernel_name)
     block = {} if inputs.args.block_size is None else {"block_size": inputs.args.block_size}
-    return Workload(lambda: jkern.gram(kernel, trees, dtype=dtype, **block), dtype,
-                    {"trees": len(trees)}, lambda g: {"gram_sum": float(np.sum(g))})
+    stats: dict[str, Any] = {}  # the last call's split: host phases against compiled programs
+
+    def sanity(g) -> dict[str, Any]:
+        split = {k: round(float(v), 4) for k, v in stats.items()
+                 if k in ("host_seconds", "program_seconds", "host_cpu_seconds", "seconds",
+                          "forest_seconds", "pairs_seconds", "contract_seconds")}
+        return {"gram_sum": float(np.sum(g)), "last_call": split}
+
+    return Workload(lambda: jkern.gram(kernel, trees, dtype=dtype, stats=stats, **block), dtype,
+                    {"trees": len(trees)}, sanity)
 
 
 def nystrom_workload(inputs: Inputs) -> Workload:
