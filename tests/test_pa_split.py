@@ -601,3 +601,88 @@ def test_explicit_private_conjunctions_go_through_their_example(monkeypatch, dat
                     for U, k in holders.items() if k > 1)
     table = np.asarray(common.keys, np.int64)
     assert np.array_equal(table[table > 0], shared)
+
+
+@pytest.mark.parametrize(("dataset", "degree", "n_common", "exact"),
+                         [("synthetic", 3, 10**6, True), ("boundary", 3, 25, True),
+                          ("boundary", 2, 10**6, True), ("synthetic", 3, 10**6, False)])
+def test_explicit_row_pages_hold_each_rows_live_ids(monkeypatch, dataset, degree, n_common,
+                                                    exact):
+    """The epochs read each row's live weight ids from its pages (`_pages.row_pages`) in
+    place of the padded K ids: the pages hold exactly the row's ids that are not the sink,
+    each page of one size; the updates and margins are the reference's (bit for bit in
+    exact mode) and the model is the one of a fit without pages."""
+    import jkern.pa._fit as fit_module
+    import jkern.pa._pages as pages_module
+    import jkern.pa._slice as slice_module
+
+    X, y, _ = _dataset(dataset)
+    Xf, _ = frequency_order(X).apply(X)
+    ref = pa_reference(_rows(Xf), y.tolist(), degree=degree, epochs=EPOCHS, exact=exact)
+    kw = dict(degree=degree, epochs=EPOCHS, mode="explicit", record=True, block_size=7,
+              key=None, n_common=n_common, exact=exact)
+    # the ids kept (chunks of 16 visits), pages built 16 rows at a time
+    monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)
+    monkeypatch.setattr(pages_module, "CHUNK_ROWS", 16)
+    monkeypatch.setattr(fit_module, "worth_paging", lambda *a: False)
+    plain = fit(Xf, y, **kw)
+    monkeypatch.setattr(fit_module, "worth_paging", lambda *a: True)
+    built = []
+    real = fit_module.row_pages
+    monkeypatch.setattr(fit_module, "row_pages",
+                        lambda *a: built.append((a, real(*a))) or built[-1][1])
+    sol = fit(Xf, y, **kw)
+    assert len(built) == 1 and built[0][1] is not None
+    if exact:
+        _check_same(sol, ref, alpha=False, atol=0)
+    else:  # float sums in another order (the fit without pages is as far from the reference)
+        assert np.array_equal(np.asarray(sol.stats["updated"]).reshape(-1), ref.updated)
+        np.testing.assert_allclose(np.asarray(sol.stats["margins"]).reshape(-1), ref.margins,
+                                   rtol=1e-9)
+    assert np.array_equal(sol.model.keys, plain.model.keys)
+    np.testing.assert_allclose(np.asarray(sol.model.weights), np.asarray(plain.model.weights),
+                               rtol=0 if exact else 1e-9, atol=0)
+    # the pages against the padded ids, row by row
+    (common, kept, idx, _, _, _, _), pages = built[0]
+    ids = np.asarray(common.ids_from(jnp.asarray(idx, jnp.int32), kept,
+                                     jnp.arange(len(idx), dtype=jnp.int32)))
+    bounds = pages_module.size_bounds(common)
+    page_ids, page_size = np.asarray(pages.ids), np.asarray(pages.size)
+    start = np.asarray(pages.start)
+    assert np.all(page_ids[-1] == common.size)
+    for r in range(len(idx)):
+        mine = slice(start[r], start[r + 1])
+        for j in range(degree + 1):
+            want = ids[r, bounds[j]:bounds[j + 1]]
+            want = want[want < common.size]
+            got = page_ids[mine][page_size[mine] == j].ravel()
+            assert np.array_equal(got[got < common.size], want)
+            assert len(got) == -(-len(want) // pages_module.PAGE) * pages_module.PAGE
+    blocks = (np.diff(start)[:len(idx) // 7 * 7].reshape(-1, 7).sum(axis=1))
+    assert pages.per_block >= blocks.max() and pages.per_block % 8 == 0
+
+
+def test_explicit_row_pages_in_a_grid(monkeypatch):
+    """A vmapped grid of C reads the same pages (they do not depend on C): its weights are
+    those of the grid without pages, bit for bit."""
+    import jkern.pa._fit as fit_module
+    import jkern.pa._pages as pages_module
+    import jkern.pa._slice as slice_module
+
+    X, y, _ = _dataset("synthetic")
+    Xf, _ = frequency_order(X).apply(X)
+    monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)
+    monkeypatch.setattr(pages_module, "CHUNK_ROWS", 16)
+
+    def grid():
+        return np.asarray(jax.vmap(lambda c: fit(
+            Xf, y, C=c, degree=3, epochs=EPOCHS, mode="explicit", block_size=7,
+            key=None).model.weights)(jnp.asarray([0.5, 1.0])))
+
+    monkeypatch.setattr(fit_module, "worth_paging", lambda *a: False)
+    plain = grid()
+    built = []
+    real = fit_module.row_pages
+    monkeypatch.setattr(fit_module, "row_pages", lambda *a: built.append(1) or real(*a))
+    monkeypatch.setattr(fit_module, "worth_paging", lambda *a: True)
+    assert np.array_equal(grid(), plain) and built

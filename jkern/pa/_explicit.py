@@ -43,6 +43,7 @@ from .._unique import merge_unique, sorted_unique
 from .._validate import finite_model, host_array, is_traced, to_device
 from ..errors import InputError
 from ._kernel import decide, kernel_int
+from ._pages import BlockPages, page_add, page_margins
 from ._table import (
     CommonPart,
     chunk_rows,
@@ -162,7 +163,7 @@ class ExplicitPA(eqx.Module):
         """`block_steps` without the steps."""
         return self.block_steps(state, xs, ys, rows, n_features, valid)[:3]
 
-    def block_steps(self, state: ExplicitState, xs: ExpandedInstance, ys: Any,
+    def block_steps(self, state: ExplicitState, xs: ExpandedInstance | BlockPages, ys: Any,
                     rows: Int[Array, "B k"], n_features: int, valid: Any,
                     extra: Array | None = None) -> tuple[ExplicitState, Array, Array, Array]:
         """B examples in order, exactly as B `step`s, with work per update, not per pair:
@@ -173,14 +174,18 @@ class ExplicitPA(eqx.Module):
         conjunction of x_t ∩ x_s has its weight). A block where no example would update
         against the block-start weights costs one gather. `rows`: `[B, k]` the examples'
         feature ids (`n_features` or more for absent positions). `xs`' coefficients may be
-        one `[K]` row shared by the block; `extra`: `[B]` margin the weights do not hold
+        one `[K]` row shared by the block, or `xs` their rows' pages (`_pages.BlockPages`:
+        live ids only, step coefficients 1); `extra`: `[B]` margin the weights do not hold
         (the rare part, `_rare`), added at the block start. Returns (new state, margins,
         updated flags, steps Δα)."""
         w = state.w
         fdt = xs.sq_norm.dtype
         ys = jnp.asarray(ys, fdt)
-        coef = jnp.broadcast_to(xs.margin_coef, xs.ids.shape).astype(w.dtype)
-        m0 = jnp.sum(coef * w[xs.ids], axis=1)
+        if isinstance(xs, BlockPages):
+            m0 = page_margins(w, xs, xs.sq_norm.shape[0])
+        else:
+            coef = jnp.broadcast_to(xs.margin_coef, xs.ids.shape).astype(w.dtype)
+            m0 = jnp.sum(coef * w[xs.ids], axis=1)
         if extra is not None:
             m0 = m0 + extra.astype(w.dtype)
         B = m0.shape[0]
@@ -212,10 +217,12 @@ class ExplicitPA(eqx.Module):
             pending, update, (m0, jnp.zeros((B,), w.dtype), jnp.zeros((B,), bool),
                               jnp.zeros((), at.dtype)))
         _, _, ms = decide(m, ys, xs.sq_norm, self.C, self.degree, self.textbook)
-        step = jnp.broadcast_to(xs.step_coef, xs.ids.shape).astype(w.dtype)
 
         def write(w):
             # the last slot (conjunctions not in the table) stays 0 whatever the coefficients
+            if isinstance(xs, BlockPages):
+                return page_add(w, xs, dalpha)
+            step = jnp.broadcast_to(xs.step_coef, xs.ids.shape).astype(w.dtype)
             return w.at[xs.ids].add(dalpha[:, None] * step).at[-1].set(0)
 
         # most blocks have no update after the first epochs: their B × K scatter is skipped

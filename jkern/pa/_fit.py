@@ -53,6 +53,7 @@ from ._explicit import (
     index_rows,
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
+from ._pages import RowPages, block_pages, row_pages, worth_paging
 from ._pke import ExpandedModel, expand_support_vectors
 from ._rare import (
     RarePart,
@@ -62,9 +63,9 @@ from ._rare import (
     rare_features,
     rare_part,
 )
-from ._slice import CHUNK_VISITS, dense_seen, fit_split, keeps_ids, kept_ids
+from ._slice import CHUNK_VISITS, IDS_BYTES, dense_seen, fit_split, keeps_ids, kept_ids
 from ._split import common_part
-from ._table import CommonPart, dense_features, dense_keys_of
+from ._table import CommonPart, conjunction_coefficients, dense_features, dense_keys_of
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 
@@ -194,7 +195,8 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 
 @stored_filter_jit
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
-                      mask, record: bool, kept_ids, block: int, rare: RarePart | None = None):
+                      mask, record: bool, kept_ids, block: int, rare: RarePart | None = None,
+                      pages: RowPages | None = None):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
     visits (`order`, `[chunks, size]`), the weight ids of its examples (the searched ones
     from `kept_ids`, `KeptIds`, when every example's were searched once; else in one
@@ -202,23 +204,30 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     blocks of `block` visits (`ExplicitPA.step_block`). With `rare` (`_rare`), the
     conjunctions of rare features are not weights: each example's rare margin r = P α is
     kept and added to at each update; returns (state, margins, updated, α per example)
-    then, α `[n]` (the rare conjunctions' weights come from it)."""
+    then, α `[n]` (the rare conjunctions' weights come from it). With `pages`
+    (`_pages.RowPages`), each block gathers its rows' pages: no ids computed, no padding."""
     # the coefficients are per position (∅, singles, pairs, ...), the same for every
     # example: the sink id D (a conjunction not in the table) holds weight 0
     coef = common.coefficients(jnp.zeros((common.n_ids,), jnp.int32), sq.dtype)
     ones = jnp.ones((common.n_ids,), sq.dtype)
     n = idx.shape[0]
 
+    by_size = jnp.asarray(conjunction_coefficients(common.degree), sq.dtype)
+
     def chunk(carry, args):
         pos, valid = args
-        rows = idx[pos]
-        ids = common.ids(rows) if kept_ids is None else common.ids_from(rows, kept_ids, pos)
+        if pages is None:
+            rows = idx[pos]
+            ids = (common.ids(rows) if kept_ids is None
+                   else common.ids_from(rows, kept_ids, pos))
         pos, valid = pos.reshape(-1, block), valid.reshape(-1, block)
-        ids = ids.reshape(pos.shape + ids.shape[1:])
+        if pages is None:
+            ids = ids.reshape(pos.shape + ids.shape[1:])
 
         def visit(carry, t):
             state, r, alpha = carry
-            x = ExpandedInstance(ids[t], coef, ones, sq[pos[t]])
+            x = (ExpandedInstance(ids[t], coef, ones, sq[pos[t]]) if pages is None
+                 else block_pages(pages, pos[t], valid[t], by_size, sq[pos[t]]))
             extra = None if rare is None else r[pos[t]]
             state, m, upd, dalpha = learner.block_steps(state, x, y[pos[t]], idx[pos[t]],
                                                         common.n_common, valid[t], extra)
@@ -621,12 +630,18 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         own = private_counts(common, kept, idx) if private and kept is not None else None
         if kept is not None:  # every id is kept: the epochs never search the table
             common = common.unsearched()
+        pages = None
+        if kept is not None and worth_paging(common, idx, order, mask, p.block):
+            # rows narrower than the common width: their live ids packed, once for the epochs
+            pages = row_pages(common, kept, idx, order, mask, p.block, IDS_BYTES)
+            if pages is not None:
+                kept = None
         rare = rare_part(idx, F, N, p.degree, own) if N < F or own is not None else None
         state = learner.init(common.size, dtype=p.dtype)
         out = _run_conjunctions(
             learner, common, state, idx_j, sq, p.y, to_device(order), to_device(mask),
-            p.record, kept, p.block, rare)
-        del kept  # (the ids are the largest array of a fit)
+            p.record, kept, p.block, rare, pages)
+        del kept, pages  # (the ids are the largest array of a fit)
         state, ms, upds = out[:3]
         more = None
         if rare is not None:  # the rare and private conjunctions' weights, from α

@@ -25,7 +25,7 @@ def wrap(name):
         T[name] = T.get(name, 0) + time.process_time() - c
         return out
     setattr(F, name, timed)
-for name in ["common_part", "kept_ids", "private_counts", "rare_part", "_run_conjunctions",
+for name in ["common_part", "kept_ids", "private_counts", "worth_paging", "row_pages", "rare_part", "_run_conjunctions",
              "rare_conjunctions", "_model_weights"]:
     if hasattr(F, name): wrap(name)
 ds, d = sys.argv[1], int(sys.argv[2])
