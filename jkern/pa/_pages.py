@@ -106,7 +106,9 @@ def row_pages(common: CommonPart, kept: KeptIds, idx: np.ndarray, order: np.ndar
     room = int(bound_pages(common, idx).sum()) + 1
     if room * PAGE * 4 > max_bytes:
         return None
-    out = np.full((room, PAGE), common.size, np.int32)
+    # reserved, not touched: only the pages written become resident (a large np.empty is
+    # a fresh mapping), and the JAX array shares them (`shared_on_cpu`)
+    out = np.empty((room, PAGE), np.int32)
     flat = out.reshape(-1)
     pages = np.zeros((n, sizes), np.int64)
     used = 0  # pages written so far (the rows before the chunk)
@@ -120,6 +122,7 @@ def row_pages(common: CommonPart, kept: KeptIds, idx: np.ndarray, order: np.ndar
         mine = pages[at:at + len(ids)]
         mine[:] = -(-live // PAGE)
         first = used + (np.cumsum(mine.ravel()) - mine.ravel()).reshape(mine.shape)
+        out[used:used + int(mine.sum())] = common.size  # the sink past each run
         used += int(mine.sum())
         for j in range(sizes):
             part, ok = ids[:, bounds[j]:bounds[j + 1]], got[:, bounds[j]:bounds[j + 1]]
@@ -134,8 +137,17 @@ def row_pages(common: CommonPart, kept: KeptIds, idx: np.ndarray, order: np.ndar
                      np.int8(0))
     out[used] = common.size  # the all-sink page
     per_block = most_per_block(np.diff(start), order, mask, block)
-    return RowPages(to_device(out[: used + 1]), to_device(size),
+    return RowPages(shared_on_cpu(out[: used + 1]), to_device(size),
                     to_device(start.astype(np.int32)), per_block)
+
+
+def shared_on_cpu(host: np.ndarray) -> Array:
+    """`host` as a JAX array: the same memory where JAX computes on the CPU and the array is
+    on XLA's 64-byte boundary (no second copy of the pages), else moved."""
+    if jax.default_backend() == "cpu" and host.ctypes.data % 64 == 0 \
+            and host.flags.c_contiguous:
+        return jax.dlpack.from_dlpack(host)
+    return to_device(host)
 
 
 class BlockPages(NamedTuple):

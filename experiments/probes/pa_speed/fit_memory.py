@@ -24,7 +24,7 @@ def wrap(mod, name):
         except Exception: pass
         print(f"  {name:20s} peak {before:6.0f} -> {rss():6.0f}  now {cur():6.0f}", flush=True); return out
     setattr(mod, name, g)
-for n in ["common_part", "kept_ids", "private_counts", "rare_part", "dense_seen", "_run_conjunctions", "rare_conjunctions", "_model_weights"]:
+for n in ["common_part", "kept_ids", "private_counts", "row_pages", "rare_part", "dense_seen", "_run_conjunctions", "rare_conjunctions", "_model_weights"]:
     if hasattr(F, n): wrap(F, n)
 ds, d = sys.argv[1], int(sys.argv[2])
 tr, te = pa_dataset(ds, str(Path(__file__).resolve().parents[4] / "shared" / "data"), "/tmp/jkern-pa-poly")
