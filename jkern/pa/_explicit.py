@@ -124,12 +124,18 @@ class ExplicitPA(eqx.Module):
         degree: d of the kernel the expansion stands for (for `textbook`; 1 in linear mode).
         textbook: divide the step by K(x, x) = (1 + |x|)^d instead of |x| (static).
         exact: int64 fixed-point weights (see `KernelPA`) (static).
+        row_writes: a block's updates write the updated examples' ids one example at a
+            time (a block has few updates) rather than the whole block's with steps of 0
+            (not for `_pages.BlockPages`, see `page_add`);
+            for a concrete C only: under `jax.vmap` the loop would select the weights of
+            every grid member at each of its steps (static).
     """
 
     C: Float[Array, ""]
     degree: int = eqx.field(static=True, default=2)
     textbook: bool = eqx.field(static=True, default=False)
     exact: bool = eqx.field(static=True, default=False)
+    row_writes: bool = eqx.field(static=True, default=False)
 
     def init(self, n_weights: int, dtype: Any = None) -> ExplicitState:
         """Zero weights: int64 counts of 2^-32 when `exact`, else `dtype`."""
@@ -223,7 +229,15 @@ class ExplicitPA(eqx.Module):
             if isinstance(xs, BlockPages):
                 return page_add(w, xs, dalpha)
             step = jnp.broadcast_to(xs.step_coef, xs.ids.shape).astype(w.dtype)
-            return w.at[xs.ids].add(dalpha[:, None] * step).at[-1].set(0)
+            if not self.row_writes:
+                return w.at[xs.ids].add(dalpha[:, None] * step).at[-1].set(0)
+            todo = jnp.nonzero(upds, size=upds.shape[0], fill_value=0)[0]
+
+            def one(i, w):
+                t = todo[i]
+                return w.at[xs.ids[t]].add(dalpha[t] * step[t])
+
+            return jax.lax.fori_loop(0, jnp.sum(upds, dtype=jnp.int32), one, w).at[-1].set(0)
 
         # most blocks have no update after the first epochs: their B × K scatter is skipped
         # (under vmap the cond is a select and both run, as before)

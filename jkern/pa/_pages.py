@@ -194,6 +194,7 @@ def page_margins(w: Array, pages: BlockPages, n_rows: int) -> Array:
 
 def page_add(w: Array, pages: BlockPages, step: Array) -> Array:
     """w with `step[r]` added at every id of row r's pages (the sink's slot, the last, reset
-    to 0)."""
+    to 0). (The whole block's pages: a loop over the updated rows' own pages measured
+    slower on conj-2 at d = 3, 2.31 against 1.01 CPU s of epochs.)"""
     add = jnp.broadcast_to(step[pages.row][:, None], pages.ids.shape)
     return w.at[pages.ids].add(add).at[-1].set(0)
