@@ -124,18 +124,21 @@ class ExplicitPA(eqx.Module):
         degree: d of the kernel the expansion stands for (for `textbook`; 1 in linear mode).
         textbook: divide the step by K(x, x) = (1 + |x|)^d instead of |x| (static).
         exact: int64 fixed-point weights (see `KernelPA`) (static).
-        row_writes: a block's updates write the updated examples' ids one example at a
-            time (a block has few updates) rather than the whole block's with steps of 0
-            (not for `_pages.BlockPages`, see `page_add`);
-            for a concrete C only: under `jax.vmap` the loop would select the weights of
-            every grid member at each of its steps (static).
+        batched: C is traced: the steps run under `jax.vmap` (a grid of C) or a `jax.jit`
+            over C (static). Then a block's
+            update writes the whole block's ids (steps of 0 for the examples that did not
+            update), every block. Otherwise a block without an update writes nothing, and
+            one with updates writes the updated examples' ids one example at a time (not
+            for `_pages.BlockPages`, see `page_add`). Under vmap, a loop over the updates
+            or a `cond` on them would select every member's weights at each step: all the
+            weights, for every block.
     """
 
     C: Float[Array, ""]
     degree: int = eqx.field(static=True, default=2)
     textbook: bool = eqx.field(static=True, default=False)
     exact: bool = eqx.field(static=True, default=False)
-    row_writes: bool = eqx.field(static=True, default=False)
+    batched: bool = eqx.field(static=True, default=False)
 
     def init(self, n_weights: int, dtype: Any = None) -> ExplicitState:
         """Zero weights: int64 counts of 2^-32 when `exact`, else `dtype`."""
@@ -229,7 +232,7 @@ class ExplicitPA(eqx.Module):
             if isinstance(xs, BlockPages):
                 return page_add(w, xs, dalpha)
             step = jnp.broadcast_to(xs.step_coef, xs.ids.shape).astype(w.dtype)
-            if not self.row_writes:
+            if self.batched:
                 return w.at[xs.ids].add(dalpha[:, None] * step).at[-1].set(0)
             todo = jnp.nonzero(upds, size=upds.shape[0], fill_value=0)[0]
 
@@ -239,9 +242,9 @@ class ExplicitPA(eqx.Module):
 
             return jax.lax.fori_loop(0, jnp.sum(upds, dtype=jnp.int32), one, w).at[-1].set(0)
 
-        # most blocks have no update after the first epochs: their B × K scatter is skipped
-        # (under vmap the cond is a select and both run, as before)
-        w = jax.lax.cond(jnp.any(upds), write, lambda w: w, w)
+        # most blocks have no update after the first epochs: their scatter is skipped (not
+        # under vmap, where the cond would be a select of all the weights, every block)
+        w = write(w) if self.batched else jax.lax.cond(jnp.any(upds), write, lambda w: w, w)
         return (ExplicitState(w, state.n_updates + jnp.sum(upds, dtype=jnp.int32)), ms, upds,
                 dalpha)
 

@@ -593,7 +593,7 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
     linear = mode == "linear"
     learner = ExplicitPA(p.C, degree=1 if linear else p.degree,
                          textbook=p.textbook and not linear, exact=p.exact,
-                         row_writes=not is_traced(p.C))
+                         batched=is_traced(p.C))
     if linear:
         keys = np.zeros(0, np.int64)
         state = learner.init(X.n_features, dtype=p.dtype)
