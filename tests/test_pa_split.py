@@ -745,3 +745,22 @@ def test_fit_sets_batched_where_C_is_traced(monkeypatch):
     jax.vmap(lambda c: fit(X, y, C=c, degree=2, epochs=1, mode="explicit",
                            key=None).model.weights)(jnp.asarray([0.5, 1.0]))
     assert seen == [False, True]
+
+
+@pytest.mark.parametrize("bitset_bytes", [0, 1 << 20])
+def test_shared_common_counts_by_comparison_and_by_bitsets(monkeypatch, bitset_bytes):
+    """`_rare._shared_common`: each pair's shared features below N, by k × k comparisons or
+    (N / 64 words fewer, the bitsets fitting) by the popcount of the rows' bitsets; both
+    against a count of set intersections."""
+    import jkern.pa._rare as rare_module
+
+    monkeypatch.setattr(rare_module, "BITSET_BYTES", bitset_bytes)
+    rng = np.random.default_rng(3)
+    n, k, F, below = 40, 12, 200, 150
+    rows = np.sort(np.stack([rng.choice(F + 1, k, replace=False) for _ in range(n)]), axis=1)
+    rows = np.where(rng.random((n, k)) < 0.2, F, rows)  # some absent positions (id F)
+    rows.sort(axis=1)
+    a, b = rng.integers(0, n, 500), rng.integers(0, n, 500)
+    want = [len({f for f in rows[i] if f < below} & {f for f in rows[j] if f < below})
+            for i, j in zip(a, b)]
+    assert np.array_equal(rare_module._shared_common(rows, a, b, below), want)

@@ -140,20 +140,43 @@ def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
 PAIRS_AT_ONCE = 1 << 16  # pairs compared in one call (one program whatever the data)
 
 
+BITSET_BYTES = 32 << 20  # rows as bitsets of their common features when these fit
+
+
 def _shared_common(rows: np.ndarray, a: np.ndarray, b: np.ndarray, below: int) -> np.ndarray:
-    """`[len(a)]` how many features below `below` rows a[i] and b[i] share (k × k
-    comparisons per pair, fused in one compiled program a batch at a time)."""
+    """`[len(a)]` how many features below `below` rows a[i] and b[i] share, in one compiled
+    program a batch of pairs at a time: the popcount of the AND of the two rows' bitsets
+    (`below` / 64 words a row) where those are fewer words than the k × k comparisons of
+    their feature ids and fit BITSET_BYTES, else those comparisons."""
+    n, k = rows.shape
+    words = -(-below // 64)
+    if 4 * words < k * k and n * words * 8 <= BITSET_BYTES:
+        table = to_device(_bitsets(rows, below, words))
+        count = _count_shared_bits
+    else:
+        table = to_device(rows, jnp.int32)
+        count = _count_shared
     out = np.zeros(len(a), np.int64)
-    table = to_device(rows, jnp.int32)
     for s in range(0, len(a), PAIRS_AT_ONCE):
         part = slice(s, s + PAIRS_AT_ONCE)
         m = len(a[part])
         ia = np.zeros(PAIRS_AT_ONCE, np.int32)
         ib = np.zeros(PAIRS_AT_ONCE, np.int32)
         ia[:m], ib[:m] = a[part], b[part]
-        out[part] = np.asarray(_count_shared(table, to_device(ia), to_device(ib),
-                                             to_device(np.int32(below))))[:m]
+        out[part] = np.asarray(count(table, to_device(ia), to_device(ib),
+                                     to_device(np.int32(below))))[:m]
     return out
+
+
+def _bitsets(rows: np.ndarray, below: int, words: int) -> np.ndarray:
+    """`[n, words]` uint64: bit f of row r set where r holds feature f < `below`."""
+    n = rows.shape[0]
+    r, c = np.nonzero(rows < below)
+    f = rows[r, c].astype(np.int64)
+    bits = np.zeros(n * words, np.uint64)
+    # a row holds each feature once: the bits of one word add without carries
+    np.add.at(bits, r * words + f // 64, np.left_shift(np.uint64(1), (f % 64).astype(np.uint64)))
+    return bits.reshape(n, words)
 
 
 @stored_filter_jit
@@ -161,6 +184,13 @@ def _count_shared(rows, ia, ib, below):
     ra, rb = rows[ia], rows[ib]
     eq = (ra[:, :, None] == rb[:, None, :]) & (ra < below)[:, :, None]
     return jnp.sum(eq, axis=(1, 2), dtype=jnp.int32)
+
+
+@stored_filter_jit
+def _count_shared_bits(bits, ia, ib, below):
+    del below  # (the bitsets hold the features below it only)
+    both = jax.lax.population_count(bits[ia] & bits[ib])
+    return jnp.sum(both, axis=1, dtype=jnp.int32)
 
 
 def add_partners(r: Array, rare: RarePart, pos: Array, dalpha: Array, updated: Array) -> Array:
