@@ -1,0 +1,31 @@
+"""Issue 34 probe, kept as run: resident memory (MB) of a process doing what the bench's PA-I
+worker does before its fit: import JAX, import jkern.pa, start the backend, load UD, renumber
+it (frequency order), drop the originals, convert to float64.
+
+    taskset -c 1 python experiments/probes/pa_speed/worker_memory.py
+"""
+# ruff: noqa
+import sys, resource, gc
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+def rss(): return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+def peak(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print("start", rss())
+import numpy as np
+import jax; jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+print("jax", rss())
+from jkern.pa import fit, frequency_order
+print("jkern.pa", rss())
+jnp.zeros(3).block_until_ready(); print("jax backend up", rss(), peak())
+from _pa_data import pa_dataset
+train, test = pa_dataset("ud", "/work/shared/data", "/tmp/jkern-pa-poly")
+print("loaded", rss(), peak(), train.features.indices.dtype, train.features.values.dtype, train.features.indices.shape, test.features.indices.shape)
+order = frequency_order(train.features)
+Xtr, _ = order.apply(train.features); Xte, _ = order.apply(test.features)
+print("renumbered", rss(), peak())
+ytr, yte = train.labels, test.labels
+del train, test; gc.collect()
+print("originals dropped", rss(), peak())
+Xtr, Xte = Xtr.astype(jnp.float64), Xte.astype(jnp.float64)
+print("astype", rss(), peak(), type(Xtr.indices), Xtr.indices.dtype, Xtr.values.dtype)
