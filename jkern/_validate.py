@@ -63,6 +63,16 @@ def to_device(x: Any, dtype: Any = None) -> Array:
     return jax.device_put(a)
 
 
+def shared_on_cpu(host: np.ndarray) -> Array:
+    """A finished host array as a JAX array: the same memory, not a copy, where JAX computes
+    on the CPU and the array is C-contiguous on XLA's 64-byte boundary (a large result then
+    costs its size once, not twice); else moved (`to_device`)."""
+    if (jax.default_backend() == "cpu" and host.flags.c_contiguous
+            and host.ctypes.data % 64 == 0):
+        return jax.dlpack.from_dlpack(host)
+    return to_device(host)
+
+
 def in_domain(name: str, value: Any, dtype: Any, inside: Callable[[Any], Any], what: str, *,
               scalar: bool = True) -> Array:
     """`value` as `dtype`, required finite and `inside` (`what` says the domain: "must be a

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import positive_int
+from .._validate import positive_int, shared_on_cpu
 from ..errors import InputError
 from ._base import check_out
 from ._budget import (
@@ -75,9 +75,7 @@ _HUGE = 1 << 22
 def _as_jax(result: np.ndarray) -> jax.Array:
     """The finished host array as a JAX array: shared, not copied, when JAX computes on the
     CPU (a Gram matrix then costs its size once, not twice)."""
-    if jax.default_backend() == "cpu" and result.ctypes.data % 64 == 0:
-        return jax.dlpack.from_dlpack(result)
-    return jnp.asarray(result)
+    return shared_on_cpu(result)
 
 
 def _malloc_trim() -> Callable[[], None]:

@@ -25,7 +25,7 @@ import numpy as np
 from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
-from .._validate import to_device
+from .._validate import shared_on_cpu, to_device
 from ._table import CommonPart, KeptIds, chunk_rows
 
 PAGE = 16  # ids per page: few wasted slots per (row, size), rows of whole cache lines
@@ -139,15 +139,6 @@ def row_pages(common: CommonPart, kept: KeptIds, idx: np.ndarray, order: np.ndar
     per_block = most_per_block(np.diff(start), order, mask, block)
     return RowPages(shared_on_cpu(out[: used + 1]), to_device(size),
                     to_device(start.astype(np.int32)), per_block)
-
-
-def shared_on_cpu(host: np.ndarray) -> Array:
-    """`host` as a JAX array: the same memory where JAX computes on the CPU and the array is
-    on XLA's 64-byte boundary (no second copy of the pages), else moved."""
-    if jax.default_backend() == "cpu" and host.ctypes.data % 64 == 0 \
-            and host.flags.c_contiguous:
-        return jax.dlpack.from_dlpack(host)
-    return to_device(host)
 
 
 class BlockPages(NamedTuple):
