@@ -16,7 +16,6 @@ mode the same integers; in floating point the same terms summed in another order
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
@@ -26,7 +25,7 @@ from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
 from .._validate import shared_on_cpu, to_device
-from ._table import CommonPart, KeptIds, chunk_rows
+from ._table import CommonPart, KeptIds, binomials, chunk_rows
 
 PAGE = 16  # ids per page: few wasted slots per (row, size), rows of whole cache lines
 GAIN = 0.75  # pages are used where a block's pages hold at most this share of its K ids each
@@ -52,7 +51,7 @@ class RowPages(NamedTuple):
 
 def size_bounds(common: CommonPart) -> np.ndarray:
     """`[d + 2]` where each size's positions start in `ids`' last axis (∅ first)."""
-    counts = [1] + [math.comb(common.width, j) for j in range(1, common.degree + 1)]
+    counts = binomials(common.width, common.degree)[common.width].astype(np.int64)
     return np.concatenate([[0], np.cumsum(counts)])
 
 
@@ -61,11 +60,8 @@ def bound_pages(common: CommonPart, idx: np.ndarray) -> np.ndarray:
     features live (`idx` `[n, k]` sorted rows, host)."""
     below = common.below or common.n_common
     a = np.minimum((idx < below).sum(axis=1), common.width)
-    pages = np.ones(len(idx), np.int64)  # ∅
-    for j in range(1, common.degree + 1):
-        pages += -(-np.asarray([math.comb(int(v), j) for v in range(common.width + 1)],
-                               np.int64)[a] // PAGE)
-    return pages
+    per_size = binomials(common.width, common.degree)[a].astype(np.int64)  # [n, d + 1]
+    return np.sum(-(-per_size // PAGE), axis=1)  # (∅: C(a, 0) = 1, one page)
 
 
 def most_per_block(pages: np.ndarray, order: np.ndarray, mask: np.ndarray,
