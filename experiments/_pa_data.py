@@ -13,7 +13,8 @@ PA_DATASETS = ("ud", "conj2", "conj3", "boundary")
 
 def pa_dataset(name: str, data_dir: str | Path, cache_dir: str | Path | None, *,
                max_train: int | None = None, max_test: int | None = None,
-               n_train: int = 50_000, n_test: int = 10_000, seed: int = 0):
+               n_train: int = 50_000, n_test: int = 10_000, seed: int = 0,
+               part: str | None = None):
     """(train, test) `jkern.pa.SparseExamples` of a PA-I data set, in the file's ids:
 
     - `ud`: UD English EWT attachment, window 5, dev as train, test as test
@@ -25,7 +26,9 @@ def pa_dataset(name: str, data_dir: str | Path, cache_dir: str | Path | None, *,
 
     `max_train` / `max_test` keep the first rows (a stream's prefix). `ud`, `conj2` and
     `conj3` are kept as `.npz` in `cache_dir` (then read as a user reads a data file; made
-    again where missing)."""
+    again where missing). `part` (`"train"` or `"test"`): that set alone, read alone from a
+    kept file (a worker reads its test set after training, as opal does: the training's peak
+    memory does not hold it)."""
     from jkern.data import load_ud_attachment
     from jkern.pa import conjunctive_concepts, read_sparse
 
@@ -33,7 +36,7 @@ def pa_dataset(name: str, data_dir: str | Path, cache_dir: str | Path | None, *,
         stem = ("ud_attachment_w5" if name == "ud"
                 else f"{name}_{n_train}_{n_test}_seed{seed}")
         path = None if cache_dir is None else Path(cache_dir) / f"{stem}.npz"
-        sets = _read_sets(path)
+        sets = _read_sets(path, part)
         if sets is None:
             if name == "ud":
                 data = load_ud_attachment(data_dir)
@@ -56,16 +59,19 @@ def pa_dataset(name: str, data_dir: str | Path, cache_dir: str | Path | None, *,
 
     out = []
     for ex, limit in zip(sets, (max_train, max_test)):
-        if limit is not None and limit < len(ex.labels):
+        if ex is not None and limit is not None and limit < len(ex.labels):
             ex = SparseExamples(ex.features.rows(np.arange(limit)), ex.labels[:limit])
         out.append(ex)
+    if part is not None:
+        return out[("train", "test").index(part)]
     return out[0], out[1]
 
 
 
 
-def _read_sets(path: Path | None):
-    """The (train, test) `SparseExamples` kept at `path` (arrays only), or None."""
+def _read_sets(path: Path | None, part: str | None = None):
+    """The [train, test] `SparseExamples` kept at `path` (arrays only; with `part`, the
+    other is None and not read), or None."""
     if path is None or not path.is_file():
         return None
     import jax
@@ -78,7 +84,7 @@ def _read_sets(path: Path | None):
         return [SparseExamples(jkern.SparseRows(jax.device_put(z[f"{s}_idx"]),
                                                 jax.device_put(z[f"{s}_val"]),
                                                 int(z["n_features"])), z[f"{s}_y"])
-                for s in ("train", "test")]
+                if part in (None, s) else None for s in ("train", "test")]
 
 
 def _write_sets(path: Path | None, sets) -> None:

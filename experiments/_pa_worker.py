@@ -34,32 +34,40 @@ def worker(spec: dict) -> dict:
 
     from jkern.pa import fit, frequency_order
 
-    train, test = pa_dataset(spec["dataset"], spec["data_dir"], spec["cache_dir"],
-                             max_train=spec.get("max_train"), max_test=spec.get("max_test"),
-                             n_train=spec.get("n_train", 50_000),
-                             n_test=spec.get("n_test", 10_000))
+    def load(part: str):
+        return pa_dataset(spec["dataset"], spec["data_dir"], spec["cache_dir"],
+                          max_train=spec.get("max_train"), max_test=spec.get("max_test"),
+                          n_train=spec.get("n_train", 50_000),
+                          n_test=spec.get("n_test", 10_000), part=part)
+
+    # the training set alone until the fit ends, as opal (which reads its test file after
+    # training): the peak memory of training holds no test set
+    train = load("train")
     order = frequency_order(train.features)  # opal's renumbering
     Xtr, _ = order.apply(train.features)
-    Xte, _ = order.apply(test.features)
-    # (the renumbered copies serve from here on: the originals go, as a user's would)
-    ytr, yte = train.labels, test.labels
-    del train, test
-    Xtr, Xte = Xtr.astype(jnp.float64), Xte.astype(jnp.float64)
+    # (the renumbered copy serves from here on: the original goes, as a user's would)
+    ytr = train.labels
+    del train
+    # the features as read (float32 ones), the fit's arithmetic in float64 (`dtype=`): the
+    # exact default, with no float64 copy of the training values
     model_name, degree = spec["model"], spec["degree"]
     before = _rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
     row: dict = {}
     if model_name == "svm":
-        margins, row = _svm(Xtr, ytr, Xte, degree, spec["svm_C"])
+        Xte, yte = _test_set(load, order)
+        margins, row = _svm(Xtr.astype(jnp.float64), ytr, Xte, degree, spec["svm_C"])
         updated = None
     else:
         sol = fit(Xtr, ytr, degree=degree, C=spec["C"], epochs=spec["epochs"],
                   mode=MODE_OF[model_name], n_common=spec.get("n_common"),
-                  block_size=spec["block"], throw=True, key=None)
+                  block_size=spec["block"], dtype=jnp.float64, throw=True, key=None)
         jax.block_until_ready(sol.model)
         updated = np.asarray(sol.stats["updated"])
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if model_name != "svm":
+        Xte, yte = _test_set(load, order)
     if model_name != "svm":
         row.update(updates=int(updated.sum()), support_vectors=int(sol.stats["support_vectors"]))
         if "n_common" in sol.stats:
@@ -89,6 +97,15 @@ def worker(spec: dict) -> dict:
     row.update(seconds=seconds, cpu_seconds=cpu, peak_mb=peak, fit_mb=max(0.0, peak - before),
                accuracy=accuracy, n_train=len(ytr), n_test=len(yte))
     return row
+
+
+def _test_set(load, order):
+    """The test set renumbered by the training's `order`, in float64, and its labels."""
+    import jax.numpy as jnp
+
+    test = load("test")
+    Xte, _ = order.apply(test.features)
+    return Xte.astype(jnp.float64), test.labels
 
 
 def _median_seconds(call, repeats: int = 3) -> float:

@@ -160,6 +160,15 @@ def main(argv=None) -> int:
         "max_test": 300})
     from jkern.pa import write_sparse
 
+    # jkern's and the worker's bytecode compiled before the runs, as a regular install
+    # (pip) compiles it: with PYTHONDONTWRITEBYTECODE set (as on this project's machines)
+    # an editable checkout otherwise compiles its modules again in every process (~70 ms)
+    here = Path(__file__).resolve().parent
+    import compileall
+
+    compileall.compile_dir(here.parent / "jkern", quiet=1)
+    for name in ("_pa_worker.py", "_pa_data.py"):
+        compileall.compile_file(here / name, quiet=1)
     cache = Path(args.cache_dir or Path(tempfile.gettempdir()) / "jkern-pa-poly")
     files = cache / "opal_files"
     files.mkdir(parents=True, exist_ok=True)

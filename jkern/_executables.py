@@ -203,7 +203,8 @@ class StoredProgram:
         return compiled
 
     def _load_or_compile(self, where: Path, key: tuple, args, kwargs, statics,
-                         fn: Callable[..., Any] | None = None, in_tree: Any = None) -> Any:
+                         fn: Callable[..., Any] | None = None, in_tree: Any = None,
+                         donate: tuple[int, ...] | None = None) -> Any:
         """`fn` (default: the wrapped function) compiled for `args`, `kwargs` (whose
         structure is `in_tree`, default `key[0]`), or loaded from its file."""
         fn = self._fn if fn is None else fn
@@ -212,7 +213,7 @@ class StoredProgram:
         digest = hashlib.sha256(repr((
             self._fn.__module__, self._fn.__qualname__, key, jax.__version__,
             jaxlib.version.__version__, backend.platform, backend.device_kind,
-            os.environ.get("XLA_FLAGS", ""), _jkern_source_digest(),
+            os.environ.get("XLA_FLAGS", ""), _jkern_source_digest(), donate,
         )).encode()).hexdigest()
         path = where / f"{self._fn.__name__}-{digest[:40]}.jkx"
         data = _read_trusted(path)
@@ -239,7 +240,7 @@ class StoredProgram:
         name = f"{self._fn.__name__}_{_jkern_source_digest()[:16]}"
         for attempt in range(2):
             program = jax.jit(_renamed(fn, name), static_argnames=self._static,
-                              donate_argnums=self._donate)
+                              donate_argnums=self._donate if donate is None else donate)
             hits = _cache_hits()
             compiled = program.lower(*args, **kwargs, **statics).compile()
             if _cache_hits() == hits:
@@ -311,11 +312,14 @@ class StoredFilterProgram(StoredProgram):
     the arrays anywhere in the (positional) arguments are the program's inputs, and every
     other leaf and every equinox static field is part of the program and of its key
     (`_describe`). Arguments it cannot describe exactly, traced ones, or the cache off:
-    the plain `filter_jit` call. `fn` must return arrays (or None) only."""
+    the plain `filter_jit` call. `fn` must return arrays (or None) only. `donate`: the
+    positional arguments whose arrays are donated to the stored program (their buffers
+    serve its results: a fit's state is not held twice; the plain call donates none)."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], donate: Sequence[int] = ()) -> None:
         super().__init__(fn)
         self._plain = _cache.filter_jit(fn)
+        self._donate_args = tuple(donate)
 
     def __call__(self, *args: Any) -> Any:
         _cache.ensure_default()
@@ -344,14 +348,29 @@ class StoredFilterProgram(StoredProgram):
 
             in_tree = jax.tree_util.tree_structure((tuple(inputs), {}))
             return self._load_or_compile(where, key, tuple(inputs), {}, {}, fn=program,
-                                         in_tree=in_tree)
+                                         in_tree=in_tree, donate=self._donated(args))
 
         return self._built(key, build)(*inputs)
 
+    def _donated(self, args: tuple) -> tuple[int, ...]:
+        """The program's input positions (array leaves, in order) of the donated
+        arguments."""
+        out, at = [], 0
+        for i, arg in enumerate(args):
+            n = sum(1 for x in jax.tree_util.tree_leaves(arg) if _is_input(x))
+            if i in self._donate_args:
+                out.extend(range(at, at + n))
+            at += n
+        return tuple(out)
 
-def stored_filter_jit(fn: Callable[..., Any]) -> StoredFilterProgram:
-    """Decorator form of `StoredFilterProgram`."""
-    return StoredFilterProgram(fn)
+
+def stored_filter_jit(fn: Callable[..., Any] | None = None, *, donate: Sequence[int] = ()
+                      ) -> Any:
+    """Decorator form of `StoredFilterProgram` (`@stored_filter_jit`, or
+    `@stored_filter_jit(donate=(i,))`)."""
+    if fn is None:
+        return lambda f: StoredFilterProgram(f, donate)
+    return StoredFilterProgram(fn, donate)
 
 
 def stored_program(*, static_argnames: Sequence[str] = (), donate_argnums: Sequence[int] = ()

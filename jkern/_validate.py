@@ -63,6 +63,16 @@ def to_device(x: Any, dtype: Any = None) -> Array:
     return jax.device_put(a)
 
 
+def aligned_empty(shape: Any, dtype: Any) -> np.ndarray:
+    """An uninitialized C-contiguous host array on XLA's 64-byte boundary: once filled,
+    `shared_on_cpu` hands it to JAX without a copy."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(size + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + size].view(dtype).reshape(shape)
+
+
 def shared_on_cpu(host: np.ndarray) -> Array:
     """A finished host array as a JAX array: the same memory, not a copy, where JAX computes
     on the CPU and the array is C-contiguous on XLA's 64-byte boundary (a large result then

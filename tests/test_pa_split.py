@@ -441,17 +441,25 @@ def test_explicit_rare_split_matches_reference(dataset, degree):
         np.testing.assert_array_equal(np.asarray(sol.model.decision_function(Xf)), want)
 
 
-def test_rare_part_pairs_and_coefficients():
-    """`rare_part` against a direct count over every pair of rows."""
+@pytest.mark.parametrize(("at_once", "with_own"), [(1 << 20, False), (7, False), (7, True),
+                                                   (1 << 20, True)])
+def test_rare_part_pairs_and_coefficients(monkeypatch, at_once, with_own):
+    """`rare_part` against a direct count over every pair of rows, its pairs built in one
+    range of examples or in many (`PAIR_KEYS_AT_ONCE`), with examples' own counts added
+    to their pairs with themselves (a new pair where an example holds no rare feature)."""
+    import jkern.pa._rare as rare_module
     from jkern.pa._rare import rare_part
 
+    monkeypatch.setattr(rare_module, "PAIR_KEYS_AT_ONCE", at_once)
     rng = np.random.default_rng(3)
     n, F, N, d = 40, 30, 12, 3
     rows = np.full((n, 6), F)
     for i in range(n):
         f = np.sort(rng.choice(F, size=rng.integers(1, 7), replace=False))
         rows[i, :len(f)] = f
-    rare = rare_part(rows, F, N, d)
+    own = rng.integers(0, 3, n) * rng.integers(0, 2, n) if with_own else None
+    rare = rare_part(rows, F, N, d, own)
+    assert rare is not None
     start, partner, coef = (np.asarray(a) for a in rare[:3])
     for i in range(n):
         si = set(rows[i][rows[i] < F].tolist())
@@ -464,8 +472,39 @@ def test_rare_part_pairs_and_coefficients():
             b = len(si & sj) - a
             if b:
                 want[j] = (1 + a + b) ** d - (1 + a) ** d
+        if own is not None and own[i]:
+            want[i] = want.get(i, 0) + int(own[i])
         assert got == want
         assert start[i + 1] - start[i] <= rare.width
+    if own is not None:
+        assert any(own[i] and not any(f >= N for f in rows[i] if f < F) for i in range(n))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("degree", [2, 3])
+def test_distinct_keys_merged_in_value_ranges(monkeypatch, shared, degree):
+    """`distinct_keys` with many small chunks, merged in a few value ranges (`_Ranges`):
+    every conjunction of the rows' features (∅ included), or those of two rows or more."""
+    from itertools import combinations
+
+    import jkern.pa._explicit as explicit_module
+
+    monkeypatch.setattr(explicit_module, "RANGES", 3)
+    rng = np.random.default_rng(degree)
+    F, n = 25, 300
+    rows = [np.sort(rng.choice(F, rng.integers(1, 6), replace=False)) for _ in range(n)]
+    X = SparseRows.from_rows([{int(f): 1.0 for f in r} for r in rows])
+    base = F + 1
+    keys, complete = explicit_module.distinct_keys(X, degree, base, F, chunk=97,
+                                                   shared=shared)
+    holders: dict[int, int] = {0: n}
+    for r in rows:
+        for j in range(1, degree + 1):
+            for U in combinations(r.tolist(), j):
+                key = sum((f + 1) * base ** i for i, f in enumerate(U))
+                holders[key] = holders.get(key, 0) + 1
+    want = sorted(k for k, c in holders.items() if c >= (2 if shared else 1))
+    assert complete and keys.tolist() == want
 
 
 @pytest.mark.parametrize(("n", "degree"), [(0, 2), (1, 3), (9, 3), (60, 2), (40, 3)])
@@ -544,8 +583,23 @@ def test_rare_conjunctions_sum_the_support_vectors_conjunctions_that_hold_a_rare
                 if a and combo[-1] >= N:
                     key = sum((f + 1) * (F + 1) ** i for i, f in enumerate(combo))
                     want[key] = want.get(key, 0) + int(a)
+    want = {key: v for key, v in want.items() if v}  # (weights 0 left out)
     assert keys.tolist() == sorted(want)
     assert w.tolist() == [want[key] for key in sorted(want)]
+
+
+def test_explicit_mode_reads_binary_values_of_any_float_dtype():
+    """Explicit mode reads only which entries are nonzero: float32 ones with dtype=float64
+    give the float64 rows' model and updates exactly (no float64 copy of the values)."""
+    X, y, _ = _dataset("synthetic")
+    Xf, _ = frequency_order(X).apply(X)
+    kw = dict(degree=3, epochs=EPOCHS, mode="explicit", block_size=7, key=None)
+    want = fit(Xf.astype(jnp.float64), y, **kw)
+    got = fit(Xf.astype(jnp.float32), y, dtype=jnp.float64, **kw)
+    assert got.model.weights.dtype == jnp.float64
+    assert np.array_equal(got.model.keys, want.model.keys)
+    assert np.array_equal(np.asarray(got.model.weights), np.asarray(want.model.weights))
+    assert np.array_equal(np.asarray(got.stats["updated"]), np.asarray(want.stats["updated"]))
 
 
 @pytest.mark.parametrize(("dataset", "degree", "n_common"),
@@ -560,6 +614,7 @@ def test_explicit_private_conjunctions_go_through_their_example(monkeypatch, dat
     from itertools import combinations
 
     import jkern.pa._fit as fit_module
+    import jkern.pa._rare as rare_module
     import jkern.pa._slice as slice_module
     import jkern.pa._split as split_module
 
@@ -569,6 +624,12 @@ def test_explicit_private_conjunctions_go_through_their_example(monkeypatch, dat
     kw = dict(degree=degree, epochs=EPOCHS, mode="explicit", record=True, block_size=7,
               key=None, n_common=n_common)
     whole = fit(Xf, y, **kw)  # one chunk of visits: the ids are searched, no split
+    # the host phases a piece at a time (memory): the kept ids read, the pairs built and
+    # the rare weights summed in small ranges
+    monkeypatch.setattr(rare_module, "PRIVATE_IDS_AT_ONCE", 50)
+    monkeypatch.setattr(rare_module, "PAIR_KEYS_AT_ONCE", 64)
+    monkeypatch.setattr(rare_module, "RARE_KEYS_AT_ONCE", 32)
+    monkeypatch.setattr(rare_module, "SUM_RANGES", 3)
     # the ids kept (chunks of 16 rows) and a table past the first 3 features (dense)
     monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)
     few = lambda n, d, budget=0: min(n, 3)  # noqa: E731

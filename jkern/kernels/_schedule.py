@@ -12,7 +12,6 @@ depend on the thread or device that computed it, so neither does the Gram matrix
 from __future__ import annotations
 
 import concurrent.futures
-import ctypes
 import mmap
 import os
 import sys
@@ -24,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import positive_int, shared_on_cpu
+from .._memory import release_freed_memory
+from .._validate import aligned_empty, positive_int, shared_on_cpu
 from ..errors import InputError
 from ._base import check_out
 from ._budget import (
@@ -63,9 +63,7 @@ def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         except OSError:
             pass
         return np.frombuffer(region, dtype, int(np.prod(shape))).reshape(shape)
-    raw = np.empty(size + 64, np.uint8)
-    start = (-raw.ctypes.data) % 64
-    return raw[start:start + size].view(dtype).reshape(shape)
+    return aligned_empty(shape, dtype)
 
 
 # Host arrays at least this large (bytes) are mapped with huge pages (`_aligned_empty`).
@@ -76,21 +74,6 @@ def _as_jax(result: np.ndarray) -> jax.Array:
     """The finished host array as a JAX array: shared, not copied, when JAX computes on the
     CPU (a Gram matrix then costs its size once, not twice)."""
     return shared_on_cpu(result)
-
-
-def _malloc_trim() -> Callable[[], None]:
-    """glibc's malloc_trim(0) (a no-op elsewhere): hands the pages a finished block freed
-    back to the system. Without it the allocator keeps them in its arenas and a Gram's
-    resident memory creeps up to several blocks' working sets."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):
-        return lambda: None
-    trim.argtypes = [ctypes.c_size_t]
-    return lambda: trim(0)
-
-
-_release_freed_memory = _malloc_trim()
 
 
 def _run_blocks(jobs: list[Callable[[], None]], threads: int, progress: bool) -> None:
@@ -240,7 +223,7 @@ def compute_gram(
                 result[..., s:e, s if symmetric else 0:] = values
             del part, values
             release_pages(result, s, e)
-            _release_freed_memory()
+            release_freed_memory()
 
     def job(b: int, s: int, e: int) -> Callable[[], None]:
         def run() -> None:

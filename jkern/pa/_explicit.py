@@ -397,7 +397,7 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
     # shared: every key k is held as 2k + (seen in two rows or more?), the runs of a
     # sorted array of those merged (`_merge_counted`)
     table = np.zeros(0 if n_dense else 1, np.int64) + int(shared)  # ∅, unless left out
-    parts: list[np.ndarray] = []
+    found = _Ranges(_merge_counted if shared else merge_unique, table, even=shared)
     pending = 0
     # merge the chunks' distinct keys now and then (memory), and check the limit then
     merge_at = chunk if limit is None else min(chunk, max(limit // 2, 1))
@@ -431,23 +431,79 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
                 if np.count_nonzero(seen) > limit:
                     return np.flatnonzero(seen), False
             continue
-        part = _merge_counted([keys * 2]) if shared else sorted_unique(keys)
-        parts.append(part)
+        if shared:
+            keys = keys * 2
+            part = _merge_counted([keys])
+        else:
+            part = sorted_unique(keys)
+        del keys
+        found.add(part)
         pending += len(part)
         last = start + step >= len(idx)
         if pending > merge_at or last or (limit is not None and len(part) > limit):
-            table = (_merge_counted([table, *parts]) if shared
-                     else merge_unique([table, *parts]))
-            parts, pending = [], 0
-            if limit is not None and len(table) > limit:
-                return table, False
+            found.merge()
+            pending = 0
+            if limit is not None and found.size > limit:
+                return found.keys(), False
     if seen is not None:
         seen[0] = not n_dense
         table = np.flatnonzero(seen)
         return table, limit is None or len(table) <= limit
+    table = found.keys()
     if shared:
         table = table[(table & 1) == 1] >> 1
     return table, True
+
+
+RANGES = 16  # `_Ranges`' value ranges
+
+
+class _Ranges:
+    """Sorted distinct keys kept in RANGES value ranges, each merged with its own new keys
+    on its own: a merge's temporaries are a range's, not the whole table's (at d = 3 on UD
+    the table holds 5.3M keys before the shared ones are kept; merged whole, its merges
+    held ~370 MB). The ranges' bounds are quantiles of the first part added; `even`: bounds
+    even, so that the two codes 2k and 2k + 1 of a key (`_merge_counted`) share a range."""
+
+    def __init__(self, merge: Any, first: np.ndarray, even: bool) -> None:
+        self._merge = merge
+        self._even = even
+        self._bounds: np.ndarray | None = None
+        self._tables = [first]
+        self._pending: list[list[np.ndarray]] = [[]]
+
+    def add(self, part: np.ndarray) -> None:
+        """Adds `part` (sorted), merged at the next `merge`."""
+        if self._bounds is None:
+            at = np.linspace(0, len(part), RANGES + 1)[1:-1].astype(np.int64)
+            bounds = np.unique(part[np.minimum(at, max(len(part) - 1, 0))]) if len(part) \
+                else np.zeros(0, part.dtype)
+            if self._even:
+                bounds = np.unique(bounds & ~1)
+            self._bounds = bounds
+            cut = np.searchsorted(self._tables[0], bounds)
+            self._tables = np.split(self._tables[0], cut)
+            self._pending = [[] for _ in self._tables]
+        cut = np.searchsorted(part, self._bounds)
+        for pending, piece in zip(self._pending, np.split(part, cut)):
+            if len(piece):
+                pending.append(piece)  # (views: `part` is held until the merge)
+
+    def merge(self) -> None:
+        """Merges each range's new keys into it."""
+        for i, pending in enumerate(self._pending):
+            if pending:
+                self._tables[i] = self._merge([self._tables[i], *pending])
+                pending.clear()
+
+    @property
+    def size(self) -> int:
+        """The distinct keys merged so far."""
+        return sum(len(t) for t in self._tables)
+
+    def keys(self) -> np.ndarray:
+        """The merged keys, sorted."""
+        return np.concatenate(self._tables)
 
 
 def _merge_counted(parts: list[np.ndarray]) -> np.ndarray:
@@ -455,16 +511,23 @@ def _merge_counted(parts: list[np.ndarray]) -> np.ndarray:
     a stable sort of their concatenation (it merges sorted runs), then per run of one k,
     f = 1 where the run is longer than one (k in two parts, or twice in one) or its last
     (the largest: f = 1 sorts last) has f = 1."""
-    s = np.sort(np.concatenate(parts), kind="stable")
+    s = np.concatenate(parts)
+    s.sort(kind="stable")
     if s.size < 2:
         return s
-    key = s >> 1
+    # a run of one k: neighbours that differ in the flag bit at most
     last = np.empty(s.size, bool)
     last[-1] = True
-    np.not_equal(key[1:], key[:-1], out=last[:-1])
+    diff = s[1:] ^ s[:-1]
+    np.greater(diff, 1, out=last[:-1])
+    del diff
     ends = np.flatnonzero(last)
+    del last
     longer = np.diff(ends, prepend=-1) > 1
-    return (key[ends] << 1) | (longer | ((s[ends] & 1) == 1))
+    out = s[ends]
+    del s
+    out |= longer  # (the last of a run is 2k + 1 where any was: it sorts last)
+    return out
 
 
 def _wanted_rows(idx: np.ndarray, val: np.ndarray, degree: int, base: int, below: int,

@@ -29,9 +29,11 @@ from jaxtyping import Array, Float, Int
 from .._cache import filter_jit
 from .._executables import stored_filter_jit
 from .._labels import sign_labels
+from .._memory import release_freed_memory
 from .._solution import RESULTS, Solution
 from .._sparse import FeatureIds, SparseRows
 from .._validate import (
+    aligned_empty,
     concrete,
     finite_model,
     float_dtype,
@@ -41,6 +43,7 @@ from .._validate import (
     plus_minus_labels,
     positive,
     positive_int,
+    shared_on_cpu,
     to_device,
 )
 from ..errors import InputError
@@ -154,12 +157,16 @@ def _margins(model: SupportVectorModel, idx, val):
 
 def _stream(orders: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
     """The positions visited (`orders`, `[epochs, n]`, epoch after epoch) padded to whole
-    blocks, and the mask."""
-    order = orders.reshape(-1).astype(np.int32)
-    pad = -len(order) % block
-    mask = np.concatenate([np.ones(len(order), bool), np.zeros(pad, bool)])
-    return np.concatenate([order, np.zeros(pad, np.int32)]).reshape(-1, block), \
-        mask.reshape(-1, block)
+    blocks, and the mask; aligned for `shared_on_cpu` (JAX reads them in place)."""
+    visits = orders.size
+    total = visits + (-visits % block)
+    order = aligned_empty((total,), np.int32)
+    order[:visits] = orders.reshape(-1)
+    order[visits:] = 0
+    mask = aligned_empty((total,), bool)
+    mask[:visits] = True
+    mask[visits:] = False
+    return order.reshape(-1, block), mask.reshape(-1, block)
 
 
 @stored_filter_jit
@@ -193,7 +200,7 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
     return state, ms, upds
 
 
-@stored_filter_jit
+@stored_filter_jit(donate=(2,))  # (the state's weights: held once, not twice)
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
                       mask, record: bool, kept_ids, block: int, rare: RarePart | None = None,
                       pages: RowPages | None = None):
@@ -376,7 +383,9 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
         raise InputError("fit needs concrete X (the vector ids are computed on the host); "
                          "vmap over C, not over the data")
     dt = float_dtype(dtype, X.values)
-    X = X.astype(dt)
+    # explicit mode reads which entries are nonzero only (its features are binary): the
+    # values as given, not a copy in `dt`
+    X = X if mode == "explicit" else X.astype(dt)
     if not np.all(np.isfinite(np.asarray(X.values))):
         raise InputError("X holds NaN or inf values")
     # Feature ids are labels: when most ids are unused (past a slack of 4096 columns), only
@@ -416,6 +425,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     if n_common is not None and (isinstance(n_common, bool) or not isinstance(
             n_common, numbers.Integral) or n_common < 0):
         raise InputError(f"n_common must be None or an int >= 0, got {n_common!r}")
+    release_freed_memory()  # (the checks' temporaries: see `_memory`)
     run = _LEARNERS[mode](problem, mode=mode, capacity=capacity, n_common=n_common,
                           memory_budget=memory_budget)
     model, ms, upds, code = run.model, run.margins, run.updated, run.code
@@ -457,7 +467,7 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
     if average:
         assert ms is not None
         linear = mode == "linear"
-        sq = jnp.sum(X.values * X.values, axis=1)
+        sq = jnp.sum(X.values * X.values, axis=1).astype(dt)
         share = averaged_steps(ms, upds, visited, y, sq, C, 1 if linear else degree,
                                textbook and not linear, exact, dt)
         if isinstance(model, SupportVectorModel):
@@ -605,7 +615,10 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
     else:
         F = X.n_features
         val = np.asarray(X.values)
-        idx = np.sort(np.where(val != 0, np.asarray(X.indices), F), axis=1)
+        # the rows' feature ids ascending (padding F), shared with JAX, not copied
+        idx = aligned_empty(val.shape, np.int32)
+        np.copyto(idx, np.where(val != 0, np.asarray(X.indices), F), casting="unsafe")
+        idx.sort(axis=1)
         sq = to_device(np.sum(val != 0, axis=1), p.dtype)
         n = len(val)
         size = -(-min(CHUNK_VISITS, n * p.epochs) // p.block) * p.block
@@ -623,8 +636,10 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         # where C is concrete (their weights are then known) and every id can be kept
         private = not is_traced(p.C) and keeps_ids(n, p.epochs)
         common = common_part(X, p.degree, F, below=N, shared=private)
-        idx_j = to_device(idx, jnp.int32)
+        release_freed_memory()  # (each host phase's temporaries: see `_memory`)
+        idx_j = shared_on_cpu(idx)
         kept = kept_ids(common, idx_j, p.epochs)
+        release_freed_memory()
         if private and kept is None:  # (the ids too many to keep: every conjunction a key)
             private = False
             common = common_part(X, p.degree, F, below=N)
@@ -638,24 +653,36 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
             if pages is not None:
                 kept = None
         rare = rare_part(idx, F, N, p.degree, own) if N < F or own is not None else None
+        release_freed_memory()
         state = learner.init(common.size, dtype=p.dtype)
         out = _run_conjunctions(
-            learner, common, state, idx_j, sq, p.y, to_device(order), to_device(mask),
+            learner, common, state, idx_j, sq, p.y, shared_on_cpu(order), shared_on_cpu(mask),
             p.record, kept, p.block, rare, pages)
         del kept, pages  # (the ids are the largest array of a fit)
+        release_freed_memory()
         state, ms, upds = out[:3]
-        more = None
-        if rare is not None:  # the rare and private conjunctions' weights, from α
-            more = rare_conjunctions(
-                idx, np.asarray(out[3]), F, common.n_dense if private else N,
-                p.degree, np.asarray(common.keys, np.int64) if private else None)
-        keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), state.w, more)
+        alpha = None if rare is None else np.asarray(out[3])
+        del rare, out
+
+        def rare_weights() -> tuple[np.ndarray, np.ndarray]:
+            # the rare and private conjunctions' weights, from α
+            assert alpha is not None
+            return rare_conjunctions(
+                idx, alpha, F, common.n_dense if private else N, p.degree,
+                np.asarray(common.keys, np.int64) if private else None)
+
+        keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), state.w,
+                                 None if alpha is None else rare_weights)
+        del state  # (the fit's weights, in its layout: the model's are `w`)
     host_w = host_array(w)
     if host_w is not None:  # on the host: no programs to compile
-        host_w = host_w.astype(p.dtype) / SCALE if p.exact else host_w
+        if p.exact:  # (in place of the counts: held once)
+            scaled = aligned_empty(host_w.shape, p.dtype)
+            np.divide(host_w, SCALE, out=scaled, casting="unsafe")
+            host_w = scaled
+            w = shared_on_cpu(scaled)
         code = to_device(np.int32(RESULTS.successful if np.all(np.isfinite(host_w))
                                   else RESULTS.nonfinite))
-        w = to_device(host_w)
     else:
         w = w.astype(p.dtype) / SCALE if p.exact else w
         code = jnp.where(jnp.all(jnp.isfinite(w)), RESULTS.successful, RESULTS.nonfinite)
@@ -665,31 +692,28 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
 
 
 def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], w: Array,
-                   rare: tuple[np.ndarray, Any] | None = None) -> tuple[np.ndarray, Array]:
+                   rare: Callable[[], tuple[np.ndarray, Any]] | None = None
+                   ) -> tuple[np.ndarray, Array]:
     """(sorted keys, weights and the sink's 0 last) of the conjunction model from a fit's
-    weights in `common`'s layout: the table's conjunctions, the dense ones, and `rare`'s
-    (keys, weights) from `_rare.rare_conjunctions`, when given; the three key sets are
+    weights in `common`'s layout: the table's conjunctions, the dense ones, and the
+    (keys, weights) `rare()` returns (`_rare.rare_conjunctions`; computed when merged, and
+    held by no caller), when given; the three key sets are
     disjoint. Concrete weights: only the conjunctions whose weight is not 0 (no others move
-    a margin; most of a fit's never were in an updated example). Traced weights (one grid
-    of C, one key set): every table conjunction, and the dense ones that occur in the
-    training rows (`seen()`, `[offset]` flags, only then computed)."""
+    a margin; most of a fit's never were in an updated example), merged on the host (no
+    program to compile). Traced weights (one grid of C, one key set): every table
+    conjunction, and the dense ones that occur in the training rows (`seen()`, `[offset]`
+    flags, only then computed)."""
     table = np.asarray(common.keys, np.int64)
     first = int(np.searchsorted(table, 0))  # an empty table's one key is -1
     table = table[first:]
     host_w = host_array(w)
-    rare_keys = None if rare is None else np.asarray(rare[0], np.int64)
-    rare_w = None if rare is None else np.asarray(rare[1])  # (host: `rare_conjunctions`)
-    if host_w is not None:  # concrete weights: merged on the host (no programs to compile)
-        dense = np.flatnonzero(host_w[:common.offset] != 0)
-        table_w = host_w[common.offset + first:common.size]
-        live = np.flatnonzero(table_w != 0)
-        table, table_w = table[live], table_w[live]
-        if rare_keys is not None and rare_w is not None:
-            live = np.flatnonzero(rare_w != 0)
-            rare_keys, rare_w = rare_keys[live], rare_w[live]
-    else:
-        dense = np.flatnonzero(seen())
-        table_w = None
+    if host_w is not None:
+        return _host_model_weights(common, table, host_w, first, rare)
+    rare_keys = rare_w = None
+    if rare is not None:
+        rare_keys, rare_w = rare()
+        rare_keys = np.asarray(rare_keys, np.int64)
+    dense = np.flatnonzero(seen())
     more = [dense_keys_of(dense, common.n_dense, common.degree, common.n_common + 1)
             if common.n_dense else np.zeros(0, np.int64)]
     if rare_keys is not None:
@@ -704,20 +728,59 @@ def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], w: Array,
     kept_mask = np.ones(len(keys), bool)
     kept_mask[where] = False
     kept = np.flatnonzero(kept_mask)
-    rare_parts = [] if rare_w is None else [rare_w]
-    if host_w is not None and table_w is not None:
-        out_np = np.zeros((len(keys) + 1,), host_w.dtype)
-        out_np[kept] = table_w
-        out_np[where] = np.concatenate([host_w[dense]] + [r.astype(host_w.dtype)
-                                                          for r in rare_parts])[order]
-        return keys, to_device(out_np)
-    more_w = [w[jnp.asarray(dense.astype(np.int32))]] + [jnp.asarray(r, w.dtype)
-                                                          for r in rare_parts]
+    more_w = [w[jnp.asarray(dense.astype(np.int32))]] + (
+        [] if rare_w is None else [jnp.asarray(rare_w, w.dtype)])
     out = jnp.zeros((len(keys) + 1,), w.dtype)
     out = out.at[jnp.asarray(kept)].set(
         w[common.offset + first:common.size]).at[jnp.asarray(where)].set(
         jnp.concatenate(more_w)[jnp.asarray(order)])
     return keys, out
+
+
+def _host_model_weights(common: CommonPart, table: np.ndarray, host_w: np.ndarray,
+                        first: int, rare: Callable[[], tuple[np.ndarray, Any]] | None
+                        ) -> tuple[np.ndarray, Array]:
+    """`_model_weights` of concrete weights: each key set's live conjunctions (weight not
+    0), merged two sorted sets at a time into the model's arrays, each temporary dropped
+    once used (at d = 3 on UD the merge once held ~265 MB of temporaries)."""
+    dense = np.flatnonzero(host_w[:common.offset] != 0)
+    dense_w = host_w[dense]
+    dense_k = (dense_keys_of(dense, common.n_dense, common.degree, common.n_common + 1)
+               if common.n_dense else np.zeros(0, np.int64))
+    del dense
+    order = np.argsort(dense_k, kind="stable")
+    dense_k, dense_w = dense_k[order], dense_w[order]
+    del order
+    table_w = host_w[common.offset + first:common.size]
+    live = np.flatnonzero(table_w != 0)
+    keys, weights = _merged(table[live], table_w[live], dense_k, dense_w)
+    del live, table_w, dense_k, dense_w
+    if rare is not None:
+        rare_keys, rare_w = rare()  # (their weights are not 0)
+        keys, weights = _merged(keys, weights, np.asarray(rare_keys, np.int64),
+                                np.asarray(rare_w).astype(host_w.dtype, copy=False))
+        del rare_keys, rare_w
+    out = aligned_empty((len(keys) + 1,), host_w.dtype)
+    out[:-1] = weights
+    out[-1] = 0
+    return keys, shared_on_cpu(out)
+
+
+def _merged(a: np.ndarray, a_w: np.ndarray, b: np.ndarray, b_w: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Two sorted, disjoint key sets with their weights, as one sorted set."""
+    at = np.searchsorted(a, b)
+    at += np.arange(len(b), dtype=at.dtype)  # b's places among all
+    keys = np.empty(len(a) + len(b), np.int64)
+    weights = np.empty(len(keys), np.result_type(a_w, b_w))
+    keys[at] = b
+    weights[at] = b_w
+    rest = np.ones(len(keys), bool)
+    rest[at] = False
+    del at
+    keys[rest] = a
+    weights[rest] = a_w
+    return keys, weights
 
 
 _LEARNERS = {"kernel": _fit_kernel, "block": _fit_kernel, "splitting": _fit_split,

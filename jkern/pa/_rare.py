@@ -31,6 +31,7 @@ import numpy as np
 from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
+from .._memory import release_freed_memory
 from .._validate import to_device
 from ._table import CommonPart, KeptIds, binomials, colex_combinations, conjunction_coefficients
 
@@ -43,7 +44,7 @@ class RarePart(NamedTuple):
     Attributes:
         start: `[n + 1]` where each example's partners start in `partner`.
         partner: `[E + width]` partner ids (padding: n, the sink), self included.
-        coef: `[E + width]` (1 + a + b)^d − (1 + a)^d, int64.
+        coef: `[E + width]` (1 + a + b)^d − (1 + a)^d (int32 where all fit, else int64).
         width: the most partners an example has (static: a walk reads this many).
     """
 
@@ -64,77 +65,114 @@ def rare_features(indices: np.ndarray, present: np.ndarray, n_features: int, n_d
     return min(n_features, max(first, n_dense))
 
 
+PAIR_KEYS_AT_ONCE = 1 << 20  # (example, example) sharings sorted at a time (memory)
+
+
 def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
               own: np.ndarray | None = None) -> RarePart | None:
     """The `RarePart` of sorted feature rows (`rows` `[n, k]`, ascending, padding =
     `n_features`) for the rare features `n_rare_from` <= f < `n_features`, with `own`
     (`[n]`, int64, `private_counts`) added to each example's pair with itself; None
-    when there is no pair."""
-    n = rows.shape[0]
-    a, b, coef = _rare_pairs(rows, n_features, n_rare_from, degree)
-    if own is not None and np.any(own):
-        # an example's own conjunctions pair it with itself: on its self pair (there where
-        # it shares a rare feature with itself, else a new one, in the pairs' order)
-        who = np.flatnonzero(own).astype(np.int64)
-        key = a * n + b
-        at = np.searchsorted(key, who * n + who)
-        there = at < len(key)
-        there[there] = key[at[there]] == who[there] * n + who[there]
-        coef = coef.copy()
-        coef[at[there]] += own[who[there]]
-        new, at = who[~there], at[~there]
-        a, b = np.insert(a, at, new), np.insert(b, at, new)
-        coef = np.insert(coef, at, own[new])
-    if not len(a):
+    when there is no pair. Coefficients are int32 where every one fits (the whole kernel
+    value of the widest row bounds them), else int64."""
+    n, k = rows.shape
+    bound = (1 + k) ** degree + (0 if own is None else int(np.max(own, initial=0)))
+    cdt = np.dtype(np.int32) if bound < 2**31 else np.dtype(np.int64)
+    b, coef, per_row = _rare_pairs(rows, n_features, n_rare_from, degree, own, cdt)
+    if not len(b):
         return None
-    start = np.searchsorted(a, np.arange(n + 1)).astype(np.int32)
-    width = int(np.diff(start).max(initial=0))
+    start = np.zeros(n + 1, np.int32)
+    np.cumsum(per_row, out=start[1:])
+    width = int(per_row.max(initial=0))
     pad = max(width, 1)
-    partner = np.concatenate([b, np.full(pad, n)]).astype(np.int32)
-    coef = np.concatenate([coef, np.zeros(pad, np.int64)])
+    partner = np.concatenate([b, np.full(pad, n, np.int32)])
+    coef = np.concatenate([coef, np.zeros(pad, cdt)])
     return RarePart(to_device(start), to_device(partner), to_device(coef), max(width, 1))
 
 
-def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
+def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
+                own: np.ndarray | None, cdt: np.dtype
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(a, b, coef): the pairs (a, b) of examples that share a rare feature, sorted by
-    (a, b), self included, and their (1 + a + b)^d − (1 + a)^d (int64)."""
+    """(b, coef, per_row): the partners b (int32) of every example a that shares a rare
+    feature with it, by (a, b), self included, their (1 + c + r)^d − (1 + c)^d (c common and
+    r rare features shared; `own[a]` added to a's pair with itself, a new one where a shares
+    no rare feature), and `[n]` the partners of each example.
+
+    Built for a range of examples at a time (about PAIR_KEYS_AT_ONCE sharings, as many as
+    the range's rare occurrences' groups hold): each occurrence of a rare feature pairs its
+    example with every member of the feature's group, as one key (a − first) · n + b, and
+    the range's keys are sorted and counted. The temporaries follow the range, not the
+    Σ c_f² sharings of the whole data."""
     n, k = rows.shape
-    if n_rare_from >= n_features:
-        none = np.zeros(0, np.int64)
-        return none, none, none
-    rare = (rows >= n_rare_from) & (rows < n_features)
-    ex = np.repeat(np.arange(n, dtype=np.int64), k)[rare.reshape(-1)]
-    feat = rows.reshape(-1)[rare.reshape(-1)]
-    order = np.argsort(feat, kind="stable")
-    ex, feat = ex[order], feat[order]
-    # every ordered pair of examples in each feature's group (self included), as one key
-    # left * n + right; its temporaries are int32 indices, and the keys are sorted in place
-    # (a fit's largest temporaries at d = 2 were these)
-    first = np.flatnonzero(np.r_[True, feat[1:] != feat[:-1]])
-    size = np.diff(np.r_[first, len(feat)])
-    group_of = np.repeat(np.arange(len(first)), size)
-    size_of = size[group_of]  # each member's group size: it pairs with that many
-    # (32-bit keys where n² fits: sorted about 40% faster than int64 ones)
-    kdt = np.dtype(np.uint32) if n * n <= 2**32 else np.dtype(np.int64)
-    ex = ex.astype(kdt)
-    at = np.repeat(np.arange(len(ex), dtype=np.int32), size_of)  # the left member
-    key = ex[at] * kdt.type(n)
-    # the right member: its group's start plus its place in the group
-    at = np.arange(len(at), dtype=np.int32)
-    at -= np.repeat((np.cumsum(size_of) - size_of).astype(np.int32), size_of)
-    at += np.repeat(first[group_of].astype(np.int32), size_of)
-    key += ex[at]
-    del at
-    key.sort()
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    shared_rare = np.diff(np.r_[starts, len(key)])
-    pair = key[starts].astype(np.int64)
-    del key
-    a, b = pair // n, pair % n
-    shared_common = _shared_common(rows, a, b, n_rare_from)
-    coef = (1 + shared_common + shared_rare) ** degree - (1 + shared_common) ** degree
-    return a, b, coef.astype(np.int64)
+    per_row = np.zeros(n, np.int64)
+    none = np.zeros(0, np.int32), np.zeros(0, cdt), per_row
+    own_counts = own if own is not None and np.any(own) else None
+    with_own = own_counts is not None
+    if n_rare_from >= n_features and not with_own:
+        return none
+    # the rare occurrences grouped by feature (CSR): members[group_start[f]:...] ascending
+    occ = (rows >= n_rare_from) & (rows < n_features)
+    ex = np.nonzero(occ)[0].astype(np.int32)  # (row-major: each row's in turn)
+    feat = rows[occ]
+    by_feat = np.argsort(feat, kind="stable")
+    members = ex[by_feat]
+    counts = np.bincount(feat - n_rare_from, minlength=max(n_features - n_rare_from, 0)) \
+        if len(feat) else np.zeros(max(n_features - n_rare_from, 0), np.int64)
+    group_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    del by_feat
+    # each occurrence's group, and the sharings of each example (its groups' sizes summed)
+    g = (feat - n_rare_from).astype(np.int64)
+    size = counts[g]
+    load = np.bincount(ex, weights=size, minlength=n).astype(np.int64)
+    ends = np.cumsum(load)
+    cuts = [0]
+    while cuts[-1] < n:  # examples [cuts[i], cuts[i + 1]): about PAIR_KEYS_AT_ONCE sharings
+        at = cuts[-1]
+        base = int(ends[at - 1]) if at else 0
+        nxt = int(np.searchsorted(ends, base + PAIR_KEYS_AT_ONCE, side="right"))
+        cuts.append(min(n, max(nxt, at + 1)))
+    occ_start = np.searchsorted(ex, np.asarray(cuts))
+    kdt = np.int64
+    bs, coefs = [], []
+    for lo, hi, o0, o1 in zip(cuts[:-1], cuts[1:], occ_start[:-1], occ_start[1:]):
+        span = hi - lo
+        kdt = np.uint32 if span * n <= 2**32 else np.int64
+        left = (ex[o0:o1] - lo).astype(kdt)
+        gs, sz = group_start[g[o0:o1]], size[o0:o1]
+        total = int(sz.sum())
+        # each occurrence paired with each member of its group: (left, member) keys
+        owner = np.repeat(np.arange(o1 - o0, dtype=np.int64), sz)
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(sz) - sz, sz)
+        key = left[owner] * kdt(n)
+        key += members[gs[owner] + within].astype(kdt)
+        del owner, within
+        if own_counts is not None:  # one with private conjunctions pairs with itself
+            who = np.flatnonzero(own_counts[lo:hi])
+            key = np.concatenate([key, (who.astype(kdt) * kdt(n) + (who + lo).astype(kdt))])
+        key.sort()
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else \
+            np.zeros(0, np.int64)
+        shared_rare = np.diff(np.r_[first, len(key)]).astype(np.int64)
+        key = key[first]
+        a = (key // kdt(n)).astype(np.int32) + np.int32(lo)
+        b = (key % kdt(n)).astype(np.int32)
+        del key, first
+        shared_common = _shared_common(rows, a, b, n_rare_from)
+        c = (1 + shared_common + shared_rare) ** degree - (1 + shared_common) ** degree
+        if own_counts is not None:
+            self_pair = np.flatnonzero(a == b)
+            extra = own_counts[a[self_pair]]
+            # the marks counted one shared rare feature too many on those self pairs
+            marked = self_pair[extra != 0]
+            r = shared_rare[marked] - 1
+            sc = shared_common[marked]
+            c[marked] = (1 + sc + r) ** degree - (1 + sc) ** degree
+            c[self_pair] += extra
+        per_row[lo:hi] = np.bincount(a - lo, minlength=span)
+        bs.append(b)
+        coefs.append(c.astype(cdt))
+        release_freed_memory()  # (the range's temporaries, XLA's among them)
+    return np.concatenate(bs), np.concatenate(coefs), per_row
 
 
 PAIRS_AT_ONCE = 1 << 16  # pairs compared in one call (one program whatever the data)
@@ -215,7 +253,8 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
                       degree: int, skip: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
     """(sorted keys, weights): w_U = Σ_s α_s [U ⊆ s] of every conjunction U that holds a rare
-    feature, over the examples with α_s != 0 (`alpha` `[n]`, int64 counts or floats), keyed
+    feature and whose weight is not 0 (no other moves a margin), over the examples with
+    α_s != 0 (`alpha` `[n]`, int64 counts or floats), keyed
     as `_explicit._conjunction_keys` in base `n_features + 1`. `rows`: `[n, k]` feature ids
     ascending, `n_features` or more where absent. `skip`: sorted keys left out (with
     `n_rare_from` the dense features' count and `skip` a table of shared conjunctions,
@@ -261,17 +300,57 @@ def rare_conjunctions(rows: np.ndarray, alpha: np.ndarray, n_features: int, n_ra
                 at = np.minimum(np.searchsorted(skip, key), len(skip) - 1)
                 out = skip[at] != key
                 key, w = key[out], w[out]
+            key, w = _summed(key, w)  # (each chunk's repeats merged now: memory)
             keys_out.append(key)
             w_out.append(w)
-    keys, w = np.concatenate(keys_out), np.concatenate(w_out)
+    return _summed_runs(keys_out, w_out)
+
+
+SUM_RANGES = 16  # `_summed_runs`' value ranges
+
+
+def _summed_runs(keys: list[np.ndarray], w: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """`_summed` of the runs `keys[i]` (each sorted and distinct), weights `w[i]`, the weight
+    0 sums left out: a range of key values at a time (quantiles of the longest run), each
+    range's sums written into the result in turn (reserved for every key, touched as
+    written), so the temporaries are a range's, not the whole's."""
+    total = sum(len(k) for k in keys)
+    dtype = np.result_type(*w) if w else np.int64
+    if not total:
+        return np.zeros(0, np.int64), np.zeros(0, dtype)
+    longest = max(keys, key=len)
+    at = np.linspace(0, len(longest) - 1, SUM_RANGES + 1)[1:-1].astype(np.int64)
+    bounds = np.unique(longest[at])
+    cuts = [np.concatenate([[0], np.searchsorted(k, bounds), [len(k)]]) for k in keys]
+    out_keys = np.empty(total, np.int64)
+    out_w = np.empty(total, dtype)
+    used = 0
+    for r in range(len(bounds) + 1):
+        part_keys, part_w = _summed(
+            np.concatenate([k[c[r]:c[r + 1]] for k, c in zip(keys, cuts)]),
+            np.concatenate([v[c[r]:c[r + 1]] for v, c in zip(w, cuts)]))
+        live = part_w != 0
+        m = int(live.sum())
+        out_keys[used:used + m] = part_keys[live]
+        out_w[used:used + m] = part_w[live]
+        used += m
+    return out_keys[:used], out_w[:used]
+
+
+def _summed(keys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct keys sorted, the sum of the weights of each)."""
+    if not len(keys):
+        return keys, w
     order = np.argsort(keys, kind="stable")
-    keys, w = keys[order], w[order]
-    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(
-        0, np.int64)
-    return keys[first], np.add.reduceat(w, first) if len(keys) else w
+    keys = keys[order]
+    w = w[order]
+    del order
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[first], np.add.reduceat(w, first)
 
 
-RARE_KEYS_AT_ONCE = 1 << 20  # rare conjunctions enumerated at a time (memory)
+PRIVATE_IDS_AT_ONCE = 1 << 22  # kept ids read at a time by `private_counts` (memory)
+RARE_KEYS_AT_ONCE = 1 << 18  # rare conjunctions enumerated at a time (memory: ~80 bytes each)
 
 
 def private_counts(common: CommonPart, kept: KeptIds, rows: np.ndarray) -> np.ndarray:
@@ -286,13 +365,20 @@ def private_counts(common: CommonPart, kept: KeptIds, rows: np.ndarray) -> np.nd
     w_U back. In exact mode the margins are the same integers. `rows`: the fit's sorted
     feature rows (`[n, k]`, the kept ids' rows)."""
     start = np.asarray(kept.start).astype(np.int64)
-    E = int(start[-1])
-    sinks = np.flatnonzero(np.asarray(kept.flat)[:E] == common.size)
+    flat = np.asarray(kept.flat)
     # an example's kept ids hold C(a, j) − C(b, j) of size j in turn (a common, b dense
     # features: `KeptIds`): each sink's run (the last that starts at or before it: an
-    # empty run shares its start with the next), counted
+    # empty run shares its start with the next), counted; the ids read a range of rows
+    # at a time (their sinks' positions are a temporary the size of the range's ids)
     per_size = common.searched_per_size(rows)  # [n, d]
     seg = (start[:-1, None] + np.cumsum(per_size, axis=1) - per_size).reshape(-1)
-    got = np.bincount(np.searchsorted(seg, sinks, side="right") - 1, minlength=seg.size)
+    got = np.zeros(seg.size, np.int64)
+    n = len(start) - 1
+    step = max(1, int(PRIVATE_IDS_AT_ONCE * n // max(int(start[-1]), 1)))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        a, b = int(start[lo]), int(start[hi])
+        sinks = a + np.flatnonzero(flat[a:b] == common.size)
+        got += np.bincount(np.searchsorted(seg, sinks, side="right") - 1, minlength=seg.size)
     return got.reshape(per_size.shape) @ np.asarray(
         conjunction_coefficients(common.degree)[1:], np.int64)
