@@ -1,6 +1,8 @@
 """Issue 34 probe, kept as run: peak RSS along an explicit-mode fit (one process, UD or conj2,
 degree d), printed after each part of `_fit_explicit`: the peak before and after the part, and
-the resident size after it (which keeps memory the allocators have not returned).
+the resident size after it (which keeps memory the allocators have not returned). As the
+bench's worker since the eleventh steps: the training set alone, renumbered, its float32
+values as read, `dtype=float64`.
 
     python experiments/probes/pa_speed/fit_memory.py ud 3
 """
@@ -27,9 +29,9 @@ def wrap(mod, name):
 for n in ["common_part", "kept_ids", "private_counts", "row_pages", "rare_part", "dense_seen", "_run_conjunctions", "rare_conjunctions", "_model_weights"]:
     if hasattr(F, n): wrap(F, n)
 ds, d = sys.argv[1], int(sys.argv[2])
-tr, te = pa_dataset(ds, str(Path(__file__).resolve().parents[4] / "shared" / "data"), "/tmp/jkern-pa-poly")
-o = frequency_order(tr.features); X,_ = o.apply(tr.features)
-X = X.astype(jnp.float64)
+tr = pa_dataset(ds, str(Path(__file__).resolve().parents[4] / "shared" / "data"),
+                "/tmp/jkern-pa-poly", part="train")
+o = frequency_order(tr.features); X,_ = o.apply(tr.features); y = tr.labels; del tr
 print("loaded", rss(), cur())
-sol = fit(X, tr.labels, degree=d, C=1.0, epochs=10, mode="explicit", key=None)
+sol = fit(X, y, degree=d, C=1.0, epochs=10, mode="explicit", dtype=jnp.float64, key=None)
 jax.block_until_ready(sol.model); print("fit", rss(), cur())
