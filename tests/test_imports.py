@@ -133,7 +133,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
               "jkern._cpus",
               "jkern._cache", "jkern._programs", "jkern._startup", "jkern._executable_file",
               "jkern._executables", "jkern._validate", "jkern._solution", "jkern._sparse",
-              "jkern._rows", "jkern._labels", "jkern._progress", "jkern._unique",
+              "jkern._rows", "jkern._labels", "jkern._progress", "jkern._unique", "jkern._memory",
               "jkern.metrics")),
     ("trees", ("jkern.trees",)),
     ("kernels", ("jkern.kernels",)),

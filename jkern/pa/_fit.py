@@ -636,10 +636,12 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         # where C is concrete (their weights are then known) and every id can be kept
         private = not is_traced(p.C) and keeps_ids(n, p.epochs)
         common = common_part(X, p.degree, F, below=N, shared=private)
-        release_freed_memory()  # (each host phase's temporaries: see `_memory`)
+        # the freed pages of the phases whose temporaries are largest (the table's build,
+        # the rare pairs, the epochs' ids) go back to the system (`_memory`): each costs
+        # first touches later, so not after every phase
+        release_freed_memory()
         idx_j = shared_on_cpu(idx)
         kept = kept_ids(common, idx_j, p.epochs)
-        release_freed_memory()
         if private and kept is None:  # (the ids too many to keep: every conjunction a key)
             private = False
             common = common_part(X, p.degree, F, below=N)
@@ -653,7 +655,7 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
             if pages is not None:
                 kept = None
         rare = rare_part(idx, F, N, p.degree, own) if N < F or own is not None else None
-        release_freed_memory()
+        release_freed_memory()  # (before the epochs' weights and program)
         state = learner.init(common.size, dtype=p.dtype)
         out = _run_conjunctions(
             learner, common, state, idx_j, sq, p.y, shared_on_cpu(order), shared_on_cpu(mask),
