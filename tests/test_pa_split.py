@@ -825,3 +825,11 @@ def test_shared_common_counts_by_comparison_and_by_bitsets(monkeypatch, bitset_b
     want = [len({f for f in rows[i] if f < below} & {f for f in rows[j] if f < below})
             for i, j in zip(a, b)]
     assert np.array_equal(rare_module._shared_common(rows, a, b, below), want)
+    # the bitsets of rows ascending (one run a word) and of rows in any order
+    words = -(-below // 64)
+    want_bits = np.zeros((n, words), np.uint64)
+    for i in range(n):
+        for f in rows[i][rows[i] < below].tolist():
+            want_bits[i, f // 64] |= np.uint64(1) << np.uint64(f % 64)
+    assert np.array_equal(rare_module._bitsets(rows, below, words), want_bits)
+    assert np.array_equal(rare_module._bitsets(rows[:, ::-1], below, words), want_bits)
