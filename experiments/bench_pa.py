@@ -162,7 +162,7 @@ def main(argv=None) -> int:
 
     # jkern's and the worker's bytecode compiled before the runs, as a regular install
     # (pip) compiles it: with PYTHONDONTWRITEBYTECODE set (as on this project's machines)
-    # an editable checkout otherwise compiles its modules again in every process (~70 ms)
+    # an editable checkout otherwise compiles its modules again in every process (up to ~0.15 s)
     here = Path(__file__).resolve().parent
     import compileall
 

@@ -20,6 +20,6 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[$extras]"
 # An editable install leaves jkern's bytecode uncompiled, and where PYTHONDONTWRITEBYTECODE
-# is set every process then compiles jkern's modules again (~70 ms at import, issue 34):
+# is set every process then compiles jkern's modules again (up to ~0.15 s, issue 34):
 # compiled once here, as a regular install's pip does (a later edit is compiled as usual).
 .venv/bin/python -m compileall -q jkern >/dev/null
