@@ -107,8 +107,7 @@ def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
     per_row = np.zeros(n, np.int64)
     none = np.zeros(0, np.int32), np.zeros(0, cdt), per_row
     own_counts = own if own is not None and np.any(own) else None
-    with_own = own_counts is not None
-    if n_rare_from >= n_features and not with_own:
+    if n == 0 or (n_rare_from >= n_features and own_counts is None):
         return none
     # the rare occurrences grouped by feature (CSR): members[group_start[f]:...] ascending
     occ = (rows >= n_rare_from) & (rows < n_features)
@@ -132,7 +131,6 @@ def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
         nxt = int(np.searchsorted(ends, base + PAIR_KEYS_AT_ONCE, side="right"))
         cuts.append(min(n, max(nxt, at + 1)))
     occ_start = np.searchsorted(ex, np.asarray(cuts))
-    kdt = np.int64
     bs, coefs = [], []
     for lo, hi, o0, o1 in zip(cuts[:-1], cuts[1:], occ_start[:-1], occ_start[1:]):
         span = hi - lo
