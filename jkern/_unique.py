@@ -30,6 +30,20 @@ def merge_unique(parts: list[np.ndarray]) -> np.ndarray:
     return _distinct(np.sort(np.concatenate(parts), kind="stable"))
 
 
+def value_bounds(s: np.ndarray, parts: int) -> np.ndarray:
+    """The distinct values at the `parts`-quantiles of the sorted array `s` (at most
+    `parts` − 1, ascending; none for an empty one): bounds that cut its values into about
+    equal shares, for work done one value range at a time.
+
+    >>> value_bounds(np.arange(10), 4)
+    array([2, 4, 6])
+    """
+    if not len(s):
+        return s[:0]
+    at = np.linspace(0, len(s) - 1, parts + 1)[1:-1].astype(np.int64)
+    return _distinct(s[at])
+
+
 def _distinct(s: np.ndarray) -> np.ndarray:
     """A sorted array without its repeats."""
     if s.size < 2:

@@ -39,7 +39,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._executables import stored_filter_jit
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
-from .._unique import merge_unique, sorted_unique
+from .._unique import merge_unique, sorted_unique, value_bounds
 from .._validate import finite_model, host_array, is_traced, to_device
 from ..errors import InputError
 from ._kernel import decide, kernel_int
@@ -461,9 +461,10 @@ RANGES = 16  # `_Ranges`' value ranges
 class _Ranges:
     """Sorted distinct keys kept in RANGES value ranges, each merged with its own new keys
     on its own: a merge's temporaries are a range's, not the whole table's (at d = 3 on UD
-    the table holds 5.3M keys before the shared ones are kept; merged whole, its merges
-    held ~370 MB). The ranges' bounds are quantiles of the first part added; `even`: bounds
-    even, so that the two codes 2k and 2k + 1 of a key (`_merge_counted`) share a range."""
+    the table holds 5.3M keys before the shared ones are kept; merged whole, its build
+    raised a fit's peak by ~420 MB). The ranges' bounds are quantiles of the first part
+    added (`value_bounds`); `even`: bounds even, so that the two codes 2k and 2k + 1 of a
+    key (`_merge_counted`) share a range."""
 
     def __init__(self, merge: Any, first: np.ndarray, even: bool) -> None:
         self._merge = merge
@@ -475,11 +476,9 @@ class _Ranges:
     def add(self, part: np.ndarray) -> None:
         """Adds `part` (sorted), merged at the next `merge`."""
         if self._bounds is None:
-            at = np.linspace(0, len(part), RANGES + 1)[1:-1].astype(np.int64)
-            bounds = np.unique(part[np.minimum(at, max(len(part) - 1, 0))]) if len(part) \
-                else np.zeros(0, part.dtype)
+            bounds = value_bounds(part, RANGES)
             if self._even:
-                bounds = np.unique(bounds & ~1)
+                bounds = sorted_unique(bounds & ~1)
             self._bounds = bounds
             cut = np.searchsorted(self._tables[0], bounds)
             self._tables = np.split(self._tables[0], cut)

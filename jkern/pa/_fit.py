@@ -724,12 +724,11 @@ def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], w: Array,
     order = np.argsort(extra, kind="stable")
     extra = extra[order]
     # the table is sorted: the others go in at their places (no sort of the whole)
-    at = np.searchsorted(table, extra)
-    keys = np.insert(table, at, extra)
-    where = at + np.arange(len(extra))  # the inserted keys' places in the merged order
-    kept_mask = np.ones(len(keys), bool)
-    kept_mask[where] = False
-    kept = np.flatnonzero(kept_mask)
+    where, rest = _merge_places(table, extra)
+    keys = np.empty(len(rest), np.int64)
+    keys[where] = extra
+    keys[rest] = table
+    kept = np.flatnonzero(rest)
     more_w = [w[jnp.asarray(dense.astype(np.int32))]] + (
         [] if rare_w is None else [jnp.asarray(rare_w, w.dtype)])
     out = jnp.zeros((len(keys) + 1,), w.dtype)
@@ -768,17 +767,24 @@ def _host_model_weights(common: CommonPart, table: np.ndarray, host_w: np.ndarra
     return keys, shared_on_cpu(out)
 
 
+def _merge_places(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where two sorted, disjoint key sets go in their sorted merge: b's places, and a mask
+    of a's (the others)."""
+    at = np.searchsorted(a, b)
+    at += np.arange(len(b), dtype=at.dtype)  # b's places among all
+    rest = np.ones(len(a) + len(b), bool)
+    rest[at] = False
+    return at, rest
+
+
 def _merged(a: np.ndarray, a_w: np.ndarray, b: np.ndarray, b_w: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
     """Two sorted, disjoint key sets with their weights, as one sorted set."""
-    at = np.searchsorted(a, b)
-    at += np.arange(len(b), dtype=at.dtype)  # b's places among all
-    keys = np.empty(len(a) + len(b), np.int64)
-    weights = np.empty(len(keys), np.result_type(a_w, b_w))
+    at, rest = _merge_places(a, b)
+    keys = np.empty(len(rest), np.int64)
+    weights = np.empty(len(rest), np.result_type(a_w, b_w))
     keys[at] = b
     weights[at] = b_w
-    rest = np.ones(len(keys), bool)
-    rest[at] = False
     del at
     keys[rest] = a
     weights[rest] = a_w

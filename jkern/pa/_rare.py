@@ -32,6 +32,7 @@ from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
 from .._memory import release_freed_memory
+from .._unique import value_bounds
 from .._validate import to_device
 from ._table import CommonPart, KeptIds, binomials, colex_combinations, conjunction_coefficients
 
@@ -316,9 +317,7 @@ def _summed_runs(keys: list[np.ndarray], w: list[np.ndarray]) -> tuple[np.ndarra
     dtype = np.result_type(*w) if w else np.int64
     if not total:
         return np.zeros(0, np.int64), np.zeros(0, dtype)
-    longest = max(keys, key=len)
-    at = np.linspace(0, len(longest) - 1, SUM_RANGES + 1)[1:-1].astype(np.int64)
-    bounds = np.unique(longest[at])
+    bounds = value_bounds(max(keys, key=len), SUM_RANGES)
     cuts = [np.concatenate([[0], np.searchsorted(k, bounds), [len(k)]]) for k in keys]
     out_keys = np.empty(total, np.int64)
     out_w = np.empty(total, dtype)
