@@ -4,6 +4,7 @@ frequency renumbering and the synthetic generator."""
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,7 +28,7 @@ from jkern.pa import (
     unique_rows,
 )
 from jkern.pa._kernel import CHUNK
-from jkern.pa._pke import expand_support_vectors
+from jkern.pa._pke import RareSupport, expand_support_vectors
 from jkern.pa._table import DENSE_IDS
 from jkern.trees import TreeParseError
 
@@ -290,6 +291,55 @@ def test_expanded_model_is_the_kernel_expansion(degree, dense_ids, tmp_path):
     np.testing.assert_array_equal(np.asarray(back.predict(T)), np.asarray(fast.predict(T)))
     with pytest.raises(InputError, match="binary"):
         fast.decision_function(SparseRows.from_rows([{0: 0.5}], n_features=24))
+
+
+@pytest.mark.parametrize("common", [0, 1, 5, None, 1000])
+@pytest.mark.parametrize("degree", [1, 2, 3])
+def test_split_expanded_model_is_the_kernel(degree, common, tmp_path):
+    """Only the `common` most frequent features' conjunctions expanded, the support vectors
+    holding the others visited (`RareSupport`): the same margins as the pure kernel, exactly,
+    and as a dense NumPy kernel; rows whose rare features share support vectors (each counted
+    once), rows with rare features only, a batch with no model feature at all."""
+    X, y = _random_binary(13, n=70)
+    model = fit(X, y, degree=degree, epochs=EPOCHS, mode="block", key=None).model
+    fast = expand_support_vectors(np.asarray(model.indices), np.asarray(model.values),
+                                  np.asarray(model.alpha), degree, model.n_features,
+                                  dense_ids=12, common=common)
+    N = fast.n_model
+    K = fast.table.n_common
+    assert K == (min(N, common) if common is not None else fast.table.n_dense)
+    assert (fast.rare is None) == (K == N)
+    rank = np.asarray(fast.rank)
+    rare_feats = [int(f) for f in np.flatnonzero((rank >= K) & (rank < N))]
+    T = SparseRows.from_rows([
+        dict.fromkeys(rare_feats[:4], 1.0),  # rare features only
+        dict.fromkeys(range(0, 24, 2), 1.0),  # common and rare, several in one vector
+        {}, {30: 1.0, 31: 1.0}], n_features=32)
+    only_unknown = SparseRows.from_rows([{30: 1.0}, {}], n_features=32)
+    S = np.zeros((len(model.alpha), 32))
+    np.add.at(S, (np.arange(S.shape[0])[:, None], np.asarray(model.indices)),
+              np.asarray(model.values))
+    for rows in (T, X, only_unknown):
+        got = np.asarray(fast.decision_function(rows, block=3))
+        np.testing.assert_array_equal(got, np.asarray(model.decision_function(rows)))
+        D = np.zeros((len(rows), 32))
+        D[:, :rows.n_features] = np.asarray(rows.todense())
+        want = ((1 + D @ S.T) ** degree) @ np.asarray(model.alpha)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    jkern.save(tmp_path / "split.jkm", fast)
+    back = jkern.load(tmp_path / "split.jkm")
+    np.testing.assert_array_equal(np.asarray(back.decision_function(T)),
+                                  np.asarray(fast.decision_function(T)))
+    with pytest.raises(InputError, match="common"):
+        expand_support_vectors(np.asarray(model.indices), np.asarray(model.values),
+                               np.asarray(model.alpha), degree, model.n_features, common=-1)
+    with pytest.raises(InputError, match="outside jit"):  # sized on the host
+        eqx.filter_jit(lambda m: m.decision_function(T))(fast)
+    if fast.rare is not None:  # a damaged index is refused, not read clamped
+        r = fast.rare
+        with pytest.raises(InputError, match="damaged"):
+            RareSupport(r.features, r.alpha, r.start, r.holders + len(r.alpha), r.n_common,
+                        r.n_model)
 
 
 def test_save_load_round_trip(tmp_path):

@@ -25,6 +25,7 @@ from ._kernel import Instance as Instance
 from ._kernel import KernelPA as KernelPA
 from ._kernel import KernelState as KernelState
 from ._pke import ExpandedModel as ExpandedModel
+from ._pke import RareSupport as RareSupport
 from ._pke import expand_support_vectors as expand_support_vectors
 from ._slice import prefix_nodes as prefix_nodes
 from ._split import SplitInstance as SplitInstance
@@ -58,6 +59,7 @@ __all__ = [
     "KernelPA",
     "KernelState",
     "ExpandedModel",
+    "RareSupport",
     "expand_support_vectors",
     "prefix_nodes",
     "SplitInstance",

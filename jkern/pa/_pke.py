@@ -9,6 +9,16 @@ a sum over x's own conjunctions of weights computed once from the model. Classif
 costs the search of its O(|x|^d) conjunctions in the sorted table of the model's conjunctions,
 independent of the number of support vectors (the pure kernel costs O(|S| |x|)).
 
+Only the conjunctions of the most frequent features are expanded (by default those that get
+arithmetic ids, `_table.dense_features`: no table search at all). The rest of the margin,
+Σ_s α_s [(1 + |s ∩ x|)^d − (1 + |s ∩ x_C|)^d] over the support vectors s that hold one of x's
+rare features (x_C: x's expanded features), is the kernel's, found through each rare
+feature's list of holders (`_holders.RareSupport`): pecco's split of a model into an
+expanded part and a kernel part. On UD at d = 3 a test row holds about 14 model features,
+two or three of them rare: it reads its other conjunctions at arithmetic ids and visits
+about 37 support vectors, where the whole expansion searched most of its conjunctions in a
+table of 11.35M weights (docs/pa.md has the timings).
+
 The table is keyed on the model's features renumbered by how many support vectors hold them
 (most frequent first), so keys stay small; a batch is classified in jitted blocks: renumber,
 sort each row, enumerate its conjunctions over the first `width` positions (the most
@@ -28,15 +38,24 @@ from jaxtyping import Array, Float, Int
 
 from .._labels import sign_labels
 from .._sparse import FeatureIds, SparseRows
-from .._validate import finite_model, host_array, to_device
+from .._validate import finite_model, host_array, is_traced, to_device
 from ..errors import InputError
 from ._explicit import _base, _conjunction_keys
-from ._table import DENSE_IDS, CommonPart, dense_layout, searched_bound, table_margins
+from ._holders import RareSupport
+from ._table import (
+    DENSE_IDS,
+    CommonPart,
+    dense_features,
+    dense_layout,
+    searched_bound,
+    table_margins,
+)
 
 
 class ExpandedModel(eqx.Module):
     """The expanded form of a `SupportVectorModel`: weights of every conjunction of ≤ d
-    features that some support vector holds (`SupportVectorModel.expanded()` builds it).
+    of the most frequent features that some support vector holds, and the support vectors
+    that hold the others (`rare`) (`SupportVectorModel.expanded()` builds it).
 
     Attributes:
         rank: `[n_features]` the model's id of each input feature (most frequent among the
@@ -44,11 +63,14 @@ class ExpandedModel(eqx.Module):
         weights: `[table.size + 1]` w_U of the dense conjunctions (those of the
             `table.n_dense` most frequent features, at arithmetic ids), of the table's, then 0
             (conjunctions not in the model).
-        table: the sorted keys of the other conjunctions and how to find a row's
-            conjunctions (`CommonPart`, base `n_model + 1`).
+        table: the sorted keys of the other expanded conjunctions and how to find a row's
+            conjunctions (`CommonPart` over the `table.n_common` most frequent features,
+            base `table.n_common + 1`).
         n_features: the training matrix's columns (static; other features are ignored).
         ids: the feature id of each column (the training matrix's `SparseRows.ids`; None:
             column j is id j), static: new rows are mapped onto the columns by id.
+        rare: the support vectors holding the features at or above `table.n_common`
+            (`RareSupport`), or None: every feature's conjunctions are expanded.
     """
 
     rank: Int[Array, " n_features"]
@@ -56,26 +78,31 @@ class ExpandedModel(eqx.Module):
     table: CommonPart
     n_features: int = eqx.field(static=True)
     ids: FeatureIds | None = eqx.field(static=True, default=None)
+    rare: RareSupport | None = None
 
     @property
     def n_model(self) -> int:
         """Features held by some support vector."""
-        return self.table.n_common
+        return self.table.n_common if self.rare is None else self.rare.n_model
 
     def width_of(self, X: SparseRows) -> int:
-        """The most in-model features a row of `X` holds (host), rounded up to a multiple
-        of 4 so that batches share compiled programs."""
+        """The most expanded features a row of `X` holds (host), rounded up to a multiple
+        of 4 (at least 4) so that batches share compiled programs."""
         X, _ = X.aligned(self.ids, self.n_features)
         idx, val = np.asarray(X.indices), np.asarray(X.values)
         known = (val != 0) & (idx >= 0) & (idx < self.n_features)
         rank = np.asarray(self.rank)
-        inside = known & (rank[np.where(known, idx, 0)] < self.n_model)
+        inside = known & (rank[np.where(known, idx, 0)] < self.table.n_common)
         width = int(inside.sum(axis=1).max(initial=0))
-        return -(-width // 4) * 4
+        return max(4, -(-width // 4) * 4)  # (a batch without one still enumerates ∅)
 
     def decision_function(self, X: SparseRows, *, block: int = 4096) -> Float[Array, " m"]:
         """The margins of `X`'s rows (binary features; values other than 0 and 1 raise),
-        `block` rows per step of one jitted call."""
+        `block` rows per step of one jitted call. Outside jit and vmap: the blocks' sizes
+        come from the model's and the rows' ids on the host."""
+        if any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(self)):
+            raise InputError("ExpandedModel.decision_function sizes its work from the model "
+                             "on the host: call it outside jit/vmap (the model is traced)")
         self = finite_model(self)
         if not isinstance(X, SparseRows):
             raise InputError(f"X must be a jkern.SparseRows, got {type(X).__name__}")
@@ -98,13 +125,12 @@ class ExpandedModel(eqx.Module):
         val = np.pad(val, ((0, pad), (0, cols)))
         idx = idx.reshape(-1, B, idx.shape[1])
         present = val.reshape(-1, B, val.shape[1]) != 0
-        rank = host_array(self.rank)
-        searched = (searched_bound(rank, table, self.n_features, idx, present)
-                    if rank is not None  # (traced rank: room for every combination)
-                    else tuple(B * math.comb(table.width, j)
-                               for j in range(1, table.degree + 1)))
+        rank = np.asarray(self.rank)  # (a copy from an accelerator: [n_features] ids)
+        searched = searched_bound(rank, table, self.n_features, idx, present)
+        visits = 0 if self.rare is None else self.rare.visits_bound(rank, idx, present)
         out = table_margins(self.rank, self.weights, table, self.n_features,
-                            to_device(idx, jnp.int32), to_device(present), searched)
+                            to_device(idx, jnp.int32), to_device(present), searched,
+                            self.rare, visits)
         host = host_array(out)
         return to_device(host.reshape(-1)[:m]) if host is not None else out.reshape(-1)[:m]
 
@@ -120,11 +146,13 @@ class ExpandedModel(eqx.Module):
 
 def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.ndarray,
                            degree: int, n_features: int, *, chunk: int = 1 << 22,
-                           ids: FeatureIds | None = None,
-                           dense_ids: int = DENSE_IDS) -> ExpandedModel:
+                           ids: FeatureIds | None = None, dense_ids: int = DENSE_IDS,
+                           common: int | None = None) -> ExpandedModel:
     """The `ExpandedModel` of support vectors `indices`/`values` (binary) with weights
     `alpha` (host arrays; `chunk`: conjunction keys enumerated at a time; `dense_ids`: the
-    most weights at arithmetic ids, `_table.dense_features`)."""
+    most weights at arithmetic ids, `_table.dense_features`; `common`: the most frequent
+    features whose conjunctions are expanded, the others' support vectors kept (None: as
+    many as have arithmetic ids, so no conjunction is searched in a table))."""
     indices, values = np.asarray(indices), np.asarray(values)
     alpha = np.asarray(alpha, np.float64)
     if not np.all((values == 0) | (values == 1)):
@@ -138,10 +166,19 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     rank = np.full(n_features, N, np.int64)
     rank[order] = np.arange(N)
     ranked = np.where(present, rank[np.where(present, indices, 0)], N)
-    base = _base(N, degree)
+    if common is not None and common < 0:
+        raise InputError(f"common must be >= 0, got {common}")
+    # by default the features whose conjunctions all have arithmetic ids (none: all)
+    K = min(N, (dense_features(N, degree, dense_ids) or N) if common is None else common)
+    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32  # pyright: ignore
+    rare = RareSupport.of(ranked, alpha, K, N, dtype) if K < N else None
+    # the expanded part: the conjunctions of the K most frequent features
+    present = present & (ranked < K)
+    ranked = np.where(present, ranked, K)
+    base = _base(K, degree)
     big = base ** degree >= 2 ** 31
     if big and not jax.config.jax_enable_x64:  # pyright: ignore[reportAttributeAccessIssue]
-        raise InputError(f"{N} features at degree {degree} need 64-bit conjunction keys: "
+        raise InputError(f"{K} features at degree {degree} need 64-bit conjunction keys: "
                          "enable x64 (jax.config.update('jax_enable_x64', True))")
     width = int(present.sum(axis=1).max(initial=0))
     per_row = sum(math.comb(width, j) for j in range(degree + 1))
@@ -161,8 +198,7 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     w = np.bincount(inv, weights=all_w, minlength=len(keys))
     # the conjunctions of the most frequent features have their weights at arithmetic ids
     # (no search: one read where a table lookup takes several), the others a table
-    table, src = dense_layout(keys, N, width, degree, dense_ids)
+    table, src = dense_layout(keys, K, width, degree, dense_ids)
     weights = np.append(w, 0.0)[src]
-    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32  # pyright: ignore
     return ExpandedModel(jnp.asarray(np.minimum(rank, N), jnp.int32),
-                         jnp.asarray(weights, dtype), table, n_features, ids)
+                         jnp.asarray(weights, dtype), table, n_features, ids, rare)

@@ -23,6 +23,7 @@ from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
 from .._validate import to_device
+from ._holders import RareSupport, rare_block_margins
 
 EMPTY_SLOT = -2  # an unused open slot's key (keys are >= 0; an empty table's one key is -1)
 DENSE_IDS = 1 << 22  # weights at arithmetic ids at most: N = 2,895 at d = 2, 293 at d = 3
@@ -807,7 +808,7 @@ def searched_bound(rank: np.ndarray, table: CommonPart, n_features: int, idx: np
 
 @stored_filter_jit
 def table_margins(rank, weights, table: CommonPart, n_features: int, idx, present,
-                  searched: tuple[int, ...]):
+                  searched: tuple[int, ...], rare: RareSupport | None = None, visits: int = 0):
     """Σ c_|U| w_U over each row's conjunctions, block by block (`idx`, `present`:
     `[blocks, B, k]` column ids and nonzero flags). The columns are mapped to the table's
     features by `rank` (`table.n_common` for none) and each row sorted, so its b dense
@@ -816,7 +817,9 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
     of each size j (a contiguous range of colex ranks, `colex_combinations`), are packed
     for the block (at most `searched[j - 1]` of size j, `searched_bound`), keyed, searched
     in the table and added to their rows. No search runs for a dense conjunction or for
-    padding."""
+    padding. With `rare` (a split model's support vectors holding the features at or above
+    `table.n_common`), each row's kernel part is added (`_holders.rare_block_margins`, at
+    most `visits` support vectors a block)."""
     N, nd, W, d = table.n_common, table.n_dense, table.width, table.degree
     c = conjunction_coefficients(d)
     colex = jnp.asarray(colex_combinations(W, d))
@@ -836,12 +839,15 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
         i, p = args
         known = p & (i >= 0) & (i < n_features)
         r = jnp.where(known, rank[jnp.where(known, i, 0)], N)
-        r = jnp.sort(r, axis=1)[:, :W]  # in-model features first, most frequent first
-        B = r.shape[0]
+        kernel_part = (0 if rare is None
+                       else rare_block_margins(jnp.where(known, r, rare.n_model), rare,
+                                               d, visits))
+        r = jnp.sort(jnp.minimum(r, N), axis=1)[:, :W]  # in-table features first, most
+        B = r.shape[0]                                 # frequent first
         a = jnp.sum(r < N, axis=1)
         b = jnp.minimum(jnp.sum(r < nd, axis=1), a)
         # dense: every combination whose last (largest) feature is dense
-        total = jnp.full((B,), c[0], weights.dtype) * empty
+        total = jnp.full((B,), c[0], weights.dtype) * empty + kernel_part
         for j, at in enumerate(table.dense_ids_of(r)[1:], 1):
             ok = at >= 0
             total = total + c[j] * jnp.sum(
