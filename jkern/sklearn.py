@@ -372,7 +372,7 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
         import jax
         from sklearn.utils.multiclass import check_classification_targets
 
-        from .pa import fit
+        from .pa import SupportVectorModel, fit
 
         X, y = self._validated(X, y, reset=True)
         rows = as_sparse_rows(X)
@@ -389,6 +389,10 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
                        mode=self.mode, average=self.average, shuffle=self.shuffle,
                        key=jax.random.PRNGKey(seed) if self.shuffle else None)
         self.model_ = _model_of(solution, "PAClassifier")
+        # binary rows are classified by the fastest exact form of the model (the expanded
+        # one, pecco's, where it applies: `SupportVectorModel.classifier`)
+        self._fast_model = (self.model_.classifier()
+                            if isinstance(self.model_, SupportVectorModel) else self.model_)
         self.n_features_in_ = rows.shape[1]
         return self
 
@@ -396,7 +400,14 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
         """`[n]` margins; positive: `classes_[1]`."""
         check_is_fitted(self, "model_")
         X, _ = self._validated(X, reset=False)
-        return np.asarray(self.model_.decision_function(as_sparse_rows(X)))
+        rows = as_sparse_rows(X)
+        return np.asarray(self._classifier(rows).decision_function(rows))
+
+    def _classifier(self, rows: Any) -> Any:
+        """The fitted model, or for binary rows its fastest exact form (built by `fit`)."""
+        from .pa import is_binary
+
+        return getattr(self, "_fast_model", self.model_) if is_binary(rows) else self.model_
 
     def predict(self, X: Any) -> np.ndarray:
         return np.where(self.decision_function(X) >= 0, self.classes_[1], self.classes_[0])

@@ -16,6 +16,7 @@ import jkern
 from jkern import RESULTS, SparseRows
 from jkern.errors import InputError
 from jkern.pa import (
+    ExpandedModel,
     Instance,
     KernelPA,
     SupportVectorModel,
@@ -340,6 +341,26 @@ def test_split_expanded_model_is_the_kernel(degree, common, tmp_path):
         with pytest.raises(InputError, match="damaged"):
             RareSupport(r.features, r.alpha, r.start, r.holders + len(r.alpha), r.n_common,
                         r.n_model)
+
+
+def test_classifier_is_the_expanded_model_where_it_is_exact():
+    """`SupportVectorModel.classifier()`: the expanded model for binary support vectors with
+    exact weights (the same margins, bit for bit), the model itself for real values, inexact
+    weights or a vmapped batch."""
+    X, y = _random_binary(14, n=60)
+    model = fit(X, y, degree=3, epochs=EPOCHS, mode="block", key=None).model
+    fast = model.classifier()
+    assert isinstance(fast, ExpandedModel)
+    np.testing.assert_array_equal(np.asarray(fast.decision_function(X)),
+                                  np.asarray(model.decision_function(X)))
+    real, yr = _random_binary(14, n=60, real=True)
+    real_model = fit(real, yr, degree=2, epochs=2, mode="block", key=None).model
+    assert real_model.classifier() is real_model
+    inexact = eqx.tree_at(lambda m: m.alpha, model, model.alpha + 2.0 ** -40)
+    assert inexact.classifier() is inexact  # (its expansion could round differently)
+    grid = jax.vmap(lambda c: fit(X, y, C=c, degree=2, epochs=2, mode="block", key=None))(
+        jnp.asarray([0.5, 1.0])).model
+    assert grid.classifier() is grid
 
 
 def test_save_load_round_trip(tmp_path):

@@ -179,6 +179,26 @@ def test_pa_classifier_is_jkern_pa_fit():
             np.asarray(test.labels) > 0, "yes", "no"))
 
 
+def test_pa_classifier_classifies_binary_rows_with_the_expanded_model():
+    """Binary rows go through the expanded model (pecco's), whose margins are the kernel
+    model's bit for bit; real-valued rows through the kernel model."""
+    from jkern.pa import ExpandedModel
+
+    rng = np.random.default_rng(5)
+    rows = [{int(f): 1.0 for f in rng.choice(30, 5, replace=False)} for _ in range(80)]
+    y = np.where(rng.random(80) < 0.5, "a", "b")
+    est = PAClassifier(degree=3, epochs=3).fit(rows, y)
+    assert isinstance(est._fast_model, ExpandedModel)
+    X = jkern.SparseRows.from_rows(rows, n_features=30)
+    np.testing.assert_array_equal(est.decision_function(rows),
+                                  np.asarray(est.model_.decision_function(X)))
+    half = [{f: 0.5 for f in r} for r in rows[:5]]
+    np.testing.assert_array_equal(
+        est.decision_function(half),
+        np.asarray(est.model_.decision_function(jkern.SparseRows.from_rows(half,
+                                                                           n_features=30))))
+
+
 def test_pa_classifier_in_one_vs_rest_and_a_grid():
     from sklearn.multiclass import OneVsRestClassifier
 

@@ -216,6 +216,8 @@ def run_predict(args: argparse.Namespace) -> int:
                  else model.weights).dtype)
     data = _read(args.data, dtype, args.encoding)
     with compute_errors(), input_errors():
+        if isinstance(model, jkern.pa.SupportVectorModel) and jkern.pa.is_binary(data.features):
+            model = model.classifier()  # (the expanded model where it is exact and fits)
         raw = model.decision_function(data.features)
         if raw.ndim != 1:
             raise CLIError(f"{args.model}: a stacked model (a vmapped grid of "

@@ -71,6 +71,9 @@ from ._split import common_part
 from ._table import CommonPart, conjunction_coefficients, dense_features, dense_keys_of
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
+# `SupportVectorModel.classifier` expands support vectors of at most this many conjunctions
+# (their keys and weights, 8 bytes each, are held and sorted: a few hundred MB at the bound)
+EXPANSION_BUDGET = 1 << 25
 
 
 class SupportVectorModel(eqx.Module):
@@ -123,6 +126,28 @@ class SupportVectorModel(eqx.Module):
         """+1 where the margin is >= 0, else -1."""
         return sign_labels(self.decision_function(X))
 
+    def classifier(self) -> SupportVectorModel | ExpandedModel:
+        """The fastest classifier with this model's exact margins for binary rows: the
+        expanded model (`expanded()`) where the support vectors are binary, their
+        conjunctions at most `EXPANSION_BUDGET` and the margins exact sums in float64 (α
+        multiples of 2^-32, as the exact arithmetic makes them, and Σ|α| (1 + k)^d below
+        2^20: the expanded model's margins are then the kernel sum's, bit for bit); else
+        this model. One model, concrete (not a vmapped batch, not traced)."""
+        if self.alpha.ndim != 1 or is_traced(self.alpha) or is_traced(self.values):
+            return self
+        alpha, values = np.asarray(self.alpha), np.asarray(self.values)
+        if alpha.dtype != np.float64:
+            return self
+        if not np.all((values == 0) | (values == 1)):
+            return self
+        scaled = alpha * 2.0 ** 32
+        nnz = np.sum(values != 0, axis=1)
+        bound = float(np.sum(np.abs(alpha))) * (1.0 + float(nnz.max(initial=0))) ** self.degree
+        if not (np.all(scaled == np.round(scaled)) and bound < 2.0 ** 20):
+            return self
+        keys = sum(float(np.sum(_comb_count(nnz, j))) for j in range(1, self.degree + 1))
+        return self.expanded() if keys <= EXPANSION_BUDGET else self
+
     def expanded(self) -> ExpandedModel:
         """The same classifier as weights of the support vectors' conjunctions (pecco's
         polynomial kernel expansion, `jkern.pa.ExpandedModel`): a margin then costs a
@@ -133,6 +158,14 @@ class SupportVectorModel(eqx.Module):
         return expand_support_vectors(np.asarray(self.indices), np.asarray(self.values),
                                       np.asarray(self.alpha), self.degree, self.n_features,
                                       ids=self.ids)
+
+
+def _comb_count(n: np.ndarray, j: int) -> np.ndarray:
+    """C(n, j) elementwise, as floats (a bound, not an index)."""
+    out = np.ones(n.shape)
+    for i in range(j):
+        out *= np.maximum(n - i, 0) / (i + 1)
+    return out
 
 
 def _checked(X: Any) -> SparseRows:
