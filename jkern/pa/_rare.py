@@ -33,7 +33,7 @@ from jaxtyping import Array, Int
 from .._executables import stored_filter_jit
 from .._memory import release_freed_memory
 from .._unique import value_bounds
-from .._validate import to_device
+from .._validate import aligned_empty, shared_on_cpu, to_device
 from ._table import CommonPart, KeptIds, binomials, colex_combinations, conjunction_coefficients
 
 RARE_PAIRS = 1 << 22  # at most this many (example, example, rare feature) triples
@@ -66,7 +66,7 @@ def rare_features(indices: np.ndarray, present: np.ndarray, n_features: int, n_d
     return min(n_features, max(first, n_dense))
 
 
-PAIR_KEYS_AT_ONCE = 1 << 20  # (example, example) sharings sorted at a time (memory)
+PAIR_KEYS_AT_ONCE = 1 << 18  # (example, example) sharings sorted at a time (memory)
 
 
 def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
@@ -79,25 +79,37 @@ def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
     n, k = rows.shape
     bound = (1 + k) ** degree + (0 if own is None else int(np.max(own, initial=0)))
     cdt = np.dtype(np.int32) if bound < 2**31 else np.dtype(np.int64)
-    b, coef, per_row = _rare_pairs(rows, n_features, n_rare_from, degree, own, cdt)
-    if not len(b):
+    bs, coefs, per_row = _rare_pairs(rows, n_features, n_rare_from, degree, own, cdt)
+    E = sum(len(b) for b in bs)
+    if not E:
         return None
     start = np.zeros(n + 1, np.int32)
     np.cumsum(per_row, out=start[1:])
-    width = int(per_row.max(initial=0))
-    pad = max(width, 1)
-    partner = np.concatenate([b, np.full(pad, n, np.int32)])
-    coef = np.concatenate([coef, np.zeros(pad, cdt)])
-    return RarePart(to_device(start), to_device(partner), to_device(coef), max(width, 1))
+    width = max(int(per_row.max(initial=0)), 1)
+    # the ranges' pairs copied once into buffers that JAX shares (each range's freed as it
+    # is copied), then the padding: a walk of `width` from the last example reads the sink
+    partner = aligned_empty((E + width,), np.int32)
+    coef = aligned_empty((E + width,), cdt)
+    at = 0
+    while bs:
+        b, c = bs.pop(0), coefs.pop(0)
+        partner[at:at + len(b)] = b
+        coef[at:at + len(b)] = c
+        at += len(b)
+        del b, c
+    partner[E:] = n
+    coef[E:] = 0
+    return RarePart(to_device(start), shared_on_cpu(partner), shared_on_cpu(coef), width)
 
 
 def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
                 own: np.ndarray | None, cdt: np.dtype
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """(b, coef, per_row): the partners b (int32) of every example a that shares a rare
     feature with it, by (a, b), self included, their (1 + c + r)^d − (1 + c)^d (c common and
     r rare features shared; `own[a]` added to a's pair with itself, a new one where a shares
-    no rare feature), and `[n]` the partners of each example.
+    no rare feature), each a list of the ranges' parts in order, and `[n]` the partners of
+    each example.
 
     Built for a range of examples at a time (about PAIR_KEYS_AT_ONCE sharings, as many as
     the range's rare occurrences' groups hold): each occurrence of a rare feature pairs its
@@ -106,7 +118,7 @@ def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
     Σ c_f² sharings of the whole data."""
     n, k = rows.shape
     per_row = np.zeros(n, np.int64)
-    none = np.zeros(0, np.int32), np.zeros(0, cdt), per_row
+    none: tuple[list[np.ndarray], list[np.ndarray], np.ndarray] = ([], [], per_row)
     own_counts = own if own is not None and np.any(own) else None
     if n == 0 or (n_rare_from >= n_features and own_counts is None):
         return none
@@ -171,7 +183,7 @@ def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
         bs.append(b)
         coefs.append(c.astype(cdt))
         release_freed_memory()  # (the range's temporaries, XLA's among them)
-    return np.concatenate(bs), np.concatenate(coefs), per_row
+    return bs, coefs, per_row
 
 
 PAIRS_AT_ONCE = 1 << 16  # pairs compared in one call (one program whatever the data)
