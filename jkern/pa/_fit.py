@@ -706,9 +706,12 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
                 idx, alpha, F, common.n_dense if private else N, p.degree,
                 np.asarray(common.keys, np.int64) if private else None)
 
-        keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), state.w,
+        # the fit's weights (in its layout) handed over, freed once merged: the model's
+        # are `w`
+        fit_w = [state.w]
+        del state
+        keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), fit_w,
                                  None if alpha is None else rare_weights)
-        del state  # (the fit's weights, in its layout: the model's are `w`)
     host_w = host_array(w)
     if host_w is not None:  # on the host: no programs to compile
         if p.exact:  # (in place of the counts: held once)
@@ -726,11 +729,13 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
     return _Run(model, ms, upds, code, stats={} if linear else {"n_common": N})
 
 
-def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], w: Array,
+def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], fit_w: list[Array],
                    rare: Callable[[], tuple[np.ndarray, Any]] | None = None
                    ) -> tuple[np.ndarray, Array]:
     """(sorted keys, weights and the sink's 0 last) of the conjunction model from a fit's
-    weights in `common`'s layout: the table's conjunctions, the dense ones, and the
+    weights in `common`'s layout (`fit_w`: a list holding them, emptied here so that they
+    are freed once read, where the caller keeps no other reference; at d = 3 on UD they
+    are 52 MB): the table's conjunctions, the dense ones, and the
     (keys, weights) `rare()` returns (`_rare.rare_conjunctions`; computed when merged, and
     held by no caller), when given; the three key sets are
     disjoint. Concrete weights: only the conjunctions whose weight is not 0 (no others move
@@ -741,9 +746,11 @@ def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], w: Array,
     table = np.asarray(common.keys, np.int64)
     first = int(np.searchsorted(table, 0))  # an empty table's one key is -1
     table = table[first:]
+    w = fit_w.pop()
     host_w = host_array(w)
     if host_w is not None:
-        return _host_model_weights(common, table, host_w, first, rare)
+        del w
+        return _host_model_weights(common, table, [host_w], first, rare)
     rare_keys = rare_w = None
     if rare is not None:
         rare_keys, rare_w = rare()
@@ -771,12 +778,16 @@ def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], w: Array,
     return keys, out
 
 
-def _host_model_weights(common: CommonPart, table: np.ndarray, host_w: np.ndarray,
+def _host_model_weights(common: CommonPart, table: np.ndarray, fit_w: list[np.ndarray],
                         first: int, rare: Callable[[], tuple[np.ndarray, Any]] | None
                         ) -> tuple[np.ndarray, Array]:
-    """`_model_weights` of concrete weights: each key set's live conjunctions (weight not
-    0), merged two sorted sets at a time into the model's arrays, each temporary dropped
-    once used (at d = 3 on UD the merge once held ~265 MB of temporaries)."""
+    """`_model_weights` of concrete weights (`fit_w`, handed over as there): each key set's
+    live conjunctions (weight not 0), merged two sorted sets at a time into the model's
+    arrays, each temporary dropped once used (at d = 3 on UD the merge once held ~265 MB
+    of temporaries); the fit's weights are dropped before the rare conjunctions are
+    computed."""
+    host_w = fit_w.pop()
+    dtype = host_w.dtype
     dense = np.flatnonzero(host_w[:common.offset] != 0)
     dense_w = host_w[dense]
     dense_k = (dense_keys_of(dense, common.n_dense, common.degree, common.n_common + 1)
@@ -788,13 +799,14 @@ def _host_model_weights(common: CommonPart, table: np.ndarray, host_w: np.ndarra
     table_w = host_w[common.offset + first:common.size]
     live = np.flatnonzero(table_w != 0)
     keys, weights = _merged(table[live], table_w[live], dense_k, dense_w)
-    del live, table_w, dense_k, dense_w
+    del live, table_w, dense_k, dense_w, host_w
+    release_freed_memory()  # (the fit's weights: before the rare conjunctions' temporaries)
     if rare is not None:
         rare_keys, rare_w = rare()  # (their weights are not 0)
         keys, weights = _merged(keys, weights, np.asarray(rare_keys, np.int64),
-                                np.asarray(rare_w).astype(host_w.dtype, copy=False))
+                                np.asarray(rare_w).astype(dtype, copy=False))
         del rare_keys, rare_w
-    out = aligned_empty((len(keys) + 1,), host_w.dtype)
+    out = aligned_empty((len(keys) + 1,), dtype)
     out[:-1] = weights
     out[-1] = 0
     return keys, shared_on_cpu(out)

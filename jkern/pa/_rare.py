@@ -359,7 +359,7 @@ def _summed(keys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 PRIVATE_IDS_AT_ONCE = 1 << 22  # kept ids read at a time by `private_counts` (memory)
-RARE_KEYS_AT_ONCE = 1 << 18  # rare conjunctions enumerated at a time (memory: ~80 bytes each)
+RARE_KEYS_AT_ONCE = 1 << 16  # rare conjunctions enumerated at a time (memory: ~80 bytes each)
 
 
 def private_counts(common: CommonPart, kept: KeptIds, rows: np.ndarray) -> np.ndarray:

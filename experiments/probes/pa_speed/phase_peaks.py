@@ -1,6 +1,7 @@
 """Issue 34 probe, kept as run: the peak resident memory of each part of an explicit-mode fit,
 each measured alone (the kernel's high-water mark reset before it: /proc/self/clear_refs), with
-the resident size before and after, in MB. The bench worker's inputs: the training set alone,
+the resident size before and after, in MB (and how much of the change is file-backed: the
+shared libraries' pages the part touched). The bench worker's inputs: the training set alone,
 renumbered, float32 values, dtype=float64.
 
     taskset -c 1 python experiments/probes/pa_speed/phase_peaks.py ud 2
@@ -28,14 +29,14 @@ TRIM_ALL = os.environ.get("TRIM_ALL") == "1"  # trim after every part: what stay
 def wrap(mod, name):
     f = getattr(mod, name)
     def g(*a, **k):
-        between = status("VmHWM"); before = status("VmRSS"); reset()
+        between = status("VmHWM"); before = status("VmRSS"); file0 = status("RssFile"); reset()
         out = f(*a, **k)
         try: jax.block_until_ready(out)
         except Exception: pass
         trimmed = ""
         if TRIM_ALL and name != "release_freed_memory":
             peak_now = status("VmHWM"); release(); trimmed = f" -> trimmed {status('VmRSS'):5.0f}"
-        print(f"  (before it: peak {between:5.0f})  {name:18s} rss {before:5.0f} -> peak {status('VmHWM'):5.0f} -> rss {status('VmRSS'):5.0f}{trimmed}", flush=True)
+        print(f"  (before it: peak {between:5.0f})  {name:18s} rss {before:5.0f} -> peak {status('VmHWM'):5.0f} -> rss {status('VmRSS'):5.0f}{trimmed}  (file-backed {status('RssFile') - file0:+.0f})", flush=True)
         reset()
         return out
     setattr(mod, name, g)

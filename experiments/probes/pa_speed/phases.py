@@ -85,7 +85,7 @@ if args.again:  # the same run once more: the compiled program's own time
                                          args.block)
     assert int(np.asarray(upds2).sum()) == int(np.asarray(upds).sum())
     mark("epochs again", since)
-keys, w = _model_weights(common, lambda: dense_seen(common, idx), state.w)
+keys, w = _model_weights(common, lambda: dense_seen(common, idx), [state.w])
 w = w.astype(jnp.float64) / 2.0**32
 mark(f"model ({len(keys):,} keys)", since)
 from jkern.pa import ConjunctionModel  # noqa: E402

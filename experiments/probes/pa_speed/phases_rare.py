@@ -50,5 +50,5 @@ for again in range(2):
     print("updates", int(np.asarray(out[2]).sum()))
     mark("epochs" + (" again" if again else " (+compile)"), since)
 more = None if rare is None else rare_conjunctions(idx, np.asarray(out[3]), F, N, deg)
-keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), out[0].w, more)
+keys, w = _model_weights(common, lambda: dense_seen(common, idx_j), [out[0].w], more)
 mark(f"model {len(keys):,} keys", since)
