@@ -326,7 +326,9 @@ class PAClassifier(ClassifierMixin, BaseEstimator):
     """Online PA-I with the polynomial kernel (1 + s·x)^d over sparse feature vectors
     (`jkern.pa.fit`, opal's rule): two classes, `classes_[1]` the positive one. `mode` picks
     how margins are computed (the same model in every exact mode; `"explicit"`,
-    `"splitting"` and `"slicing"` need binary features)."""
+    `"splitting"` and `"slicing"` need binary features). Binary rows are classified by the
+    model's fastest exact form (`SupportVectorModel.classifier()`, the expanded model,
+    built at `fit`): the same margins, bit for bit."""
 
     def __init__(self, degree: int = 2, C: float = 1.0, epochs: int = 10,
                  mode: str = "block", average: bool = False, shuffle: bool = False,
