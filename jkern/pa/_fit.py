@@ -798,17 +798,15 @@ def _host_model_weights(common: CommonPart, table: np.ndarray, fit_w: list[np.nd
     del order
     table_w = host_w[common.offset + first:common.size]
     live = np.flatnonzero(table_w != 0)
+    if rare is None:
+        keys, out = _merged(table[live], table_w[live], dense_k, dense_w, sink=True)
+        return keys, shared_on_cpu(out)
     keys, weights = _merged(table[live], table_w[live], dense_k, dense_w)
     del live, table_w, dense_k, dense_w, host_w
     release_freed_memory()  # (the fit's weights: before the rare conjunctions' temporaries)
-    if rare is not None:
-        rare_keys, rare_w = rare()  # (their weights are not 0)
-        keys, weights = _merged(keys, weights, np.asarray(rare_keys, np.int64),
-                                np.asarray(rare_w).astype(dtype, copy=False))
-        del rare_keys, rare_w
-    out = aligned_empty((len(keys) + 1,), dtype)
-    out[:-1] = weights
-    out[-1] = 0
+    rare_keys, rare_w = rare()  # (their weights are not 0)
+    keys, out = _merged(keys, weights, np.asarray(rare_keys, np.int64),
+                        np.asarray(rare_w).astype(dtype, copy=False), sink=True)
     return keys, shared_on_cpu(out)
 
 
@@ -822,17 +820,22 @@ def _merge_places(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return at, rest
 
 
-def _merged(a: np.ndarray, a_w: np.ndarray, b: np.ndarray, b_w: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Two sorted, disjoint key sets with their weights, as one sorted set."""
+def _merged(a: np.ndarray, a_w: np.ndarray, b: np.ndarray, b_w: np.ndarray, *,
+            sink: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Two sorted, disjoint key sets with their weights, as one sorted set. `sink`: the
+    weights in a 64-byte-aligned buffer with one more entry, the model's sink, 0 (what
+    `shared_on_cpu` shares without a copy)."""
     at, rest = _merge_places(a, b)
     keys = np.empty(len(rest), np.int64)
-    weights = np.empty(len(rest), np.result_type(a_w, b_w))
+    dtype = np.result_type(a_w, b_w)
+    weights = aligned_empty((len(rest) + 1,), dtype) if sink else np.empty(len(rest), dtype)
     keys[at] = b
     weights[at] = b_w
     del at
     keys[rest] = a
-    weights[rest] = a_w
+    weights[:len(rest)][rest] = a_w
+    if sink:
+        weights[-1] = 0
     return keys, weights
 
 
