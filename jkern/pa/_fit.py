@@ -16,6 +16,7 @@ Modes (all the same PA-I, `_kernel`'s rule; all but `linear` the same model):
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -145,7 +146,9 @@ class SupportVectorModel(eqx.Module):
         bound = float(np.sum(np.abs(alpha))) * (1.0 + float(nnz.max(initial=0))) ** self.degree
         if not (np.all(scaled == np.round(scaled)) and bound < 2.0 ** 20):
             return self
-        keys = sum(float(np.sum(_comb_count(nnz, j))) for j in range(1, self.degree + 1))
+        widths, vectors = np.unique(nnz, return_counts=True)
+        keys = sum(int(m) * math.comb(int(w), j) for w, m in zip(widths, vectors)
+                   for j in range(1, self.degree + 1))
         return self.expanded() if keys <= EXPANSION_BUDGET else self
 
     def expanded(self) -> ExpandedModel:
@@ -158,14 +161,6 @@ class SupportVectorModel(eqx.Module):
         return expand_support_vectors(np.asarray(self.indices), np.asarray(self.values),
                                       np.asarray(self.alpha), self.degree, self.n_features,
                                       ids=self.ids)
-
-
-def _comb_count(n: np.ndarray, j: int) -> np.ndarray:
-    """C(n, j) elementwise, as floats (a bound, not an index)."""
-    out = np.ones(n.shape)
-    for i in range(j):
-        out *= np.maximum(n - i, 0) / (i + 1)
-    return out
 
 
 def _checked(X: Any) -> SparseRows:
@@ -798,10 +793,9 @@ def _host_model_weights(common: CommonPart, table: np.ndarray, fit_w: list[np.nd
     del order
     table_w = host_w[common.offset + first:common.size]
     live = np.flatnonzero(table_w != 0)
+    keys, weights = _merged(table[live], table_w[live], dense_k, dense_w, sink=rare is None)
     if rare is None:
-        keys, out = _merged(table[live], table_w[live], dense_k, dense_w, sink=True)
-        return keys, shared_on_cpu(out)
-    keys, weights = _merged(table[live], table_w[live], dense_k, dense_w)
+        return keys, shared_on_cpu(weights)
     del live, table_w, dense_k, dense_w, host_w
     release_freed_memory()  # (the fit's weights: before the rare conjunctions' temporaries)
     rare_keys, rare_w = rare()  # (their weights are not 0)

@@ -21,6 +21,7 @@ from jaxtyping import Array, Float, Int
 
 from .._validate import host_array, to_device
 from ..errors import InputError
+from ._packing import packed_slots
 
 
 class RareSupport(eqx.Module):
@@ -105,14 +106,8 @@ def rare_block_margins(r: Int[Array, "B k"], rare: RareSupport, degree: int, vis
     f = jnp.where(is_rare, r - K, 0)
     first = jnp.where(is_rare, rare.start[f], 0).reshape(-1)
     count = jnp.where(is_rare, rare.start[f + 1], 0).reshape(-1) - first
-    ends = jnp.cumsum(count)
-    # each visit's (row, position): how many positions end at or before it (a scatter of
-    # the ends and a running sum, as `table_margins` packs its keys)
-    ended = jnp.zeros((visits + 1,), jnp.int32).at[jnp.minimum(ends, visits)].add(1)
-    slot = jnp.minimum(jnp.cumsum(ended[:visits]), B * k - 1)
-    q = jnp.arange(visits, dtype=ends.dtype)
-    live = q < ends[-1]
-    sv = rare.holders[jnp.where(live, first[slot] + q - (ends[slot] - count[slot]), 0)]
+    slot, at, live = packed_slots(count, visits)  # each visit's (row, position)
+    sv = rare.holders[jnp.where(live, first[slot] + at, 0)]
     row = slot // k
     x = r[row]  # [V, k]: the row's ids (N where absent: no support vector's)
     held = jnp.any(x[:, :, None] == rare.features[sv][:, None, :], axis=2)

@@ -24,6 +24,7 @@ from jaxtyping import Array, Int
 from .._executables import stored_filter_jit
 from .._validate import to_device
 from ._holders import RareSupport, rare_block_margins
+from ._packing import packed_slots
 
 EMPTY_SLOT = -2  # an unused open slot's key (keys are >= 0; an empty table's one key is -1)
 DENSE_IDS = 1 << 22  # weights at arithmetic ids at most: N = 2,895 at d = 2, 293 at d = 3
@@ -391,24 +392,19 @@ class CommonPart(eqx.Module):
         row, and within a row size by size, each size's colex ranks [C(b, j), C(a, j)) in
         order (the order of `KeptIds`), in `[size]` slots (at least the rows' total);
         returns (keys, live), live False in the slots past the total. Rows ascending. Only
-        the searched conjunctions are enumerated (no padding, no dense one), with a
-        scatter and a running sum for each slot's row (no search)."""
+        the searched conjunctions are enumerated (no padding, no dense one), each slot's
+        row found by `packed_slots` (no search)."""
         f = rows[:, :self.width]
-        R, W, d = f.shape[0], self.width, self.degree
+        W, d = self.width, self.degree
         a = jnp.sum(f < (self.below or self.n_common), axis=1)
         b = jnp.minimum(jnp.sum(f < self.n_dense, axis=1), a)
         binom = jnp.asarray(binomials(W, d))
         lo = [binom[b, j] for j in range(1, d + 1)]
         count = [binom[a, j] - lo[j - 1] for j in range(1, d + 1)]
         per_row = sum(count[1:], count[0])
-        ends = jnp.cumsum(per_row)
-        q = jnp.arange(size, dtype=ends.dtype)
-        ended = jnp.zeros((size + 1,), jnp.int32).at[jnp.minimum(ends, size)].add(1)
-        row = jnp.minimum(jnp.cumsum(ended[:size]), R - 1)
-        live = q < ends[-1]
-        at = q - (ends[row] - per_row[row])  # the slot's place among its row's
+        row, at, live = packed_slots(per_row, size)  # (at: the slot's place in its row's)
         # its size j: the first whose running count passes `at`; its colex rank within j
-        size_of = jnp.ones(q.shape, jnp.int32)
+        size_of = jnp.ones((size,), jnp.int32)
         rank = lo[0][row] + at
         before = count[0][row]
         for j in range(2, d + 1):
@@ -856,16 +852,8 @@ def table_margins(rank, weights, table: CommonPart, n_features: int, idx, presen
         # size (at most `searched[j - 1]` a block)
         for j in range(1, d + 1):
             lo = binom[b, j]
-            count = binom[a, j] - lo
-            ends = jnp.cumsum(count)
-            q = jnp.arange(searched[j - 1], dtype=ends.dtype)
-            # each packed conjunction's row: how many rows end at or before it (a scatter
-            # of the B ends and a running sum, not a binary search per conjunction)
-            S = searched[j - 1]
-            ended = jnp.zeros((S + 1,), jnp.int32).at[jnp.minimum(ends, S)].add(1)
-            row = jnp.minimum(jnp.cumsum(ended[:S]), B - 1)
-            live = q < ends[-1]
-            rank_in = jnp.where(live, lo[row] + q - (ends[row] - count[row]), 0)
+            row, at, live = packed_slots(binom[a, j] - lo, searched[j - 1])
+            rank_in = jnp.where(live, lo[row] + at, 0)
             pos = colex[j - 1, rank_in][:, :j]  # [S, j] positions
             f = r[row[:, None], pos].astype(kdt)  # [S, j] features, ascending
             key = jnp.sum((f + 1) * scale[None, :j], axis=1, dtype=kdt)
