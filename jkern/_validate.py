@@ -76,8 +76,9 @@ def aligned_empty(shape: Any, dtype: Any) -> np.ndarray:
 def shared_on_cpu(host: np.ndarray) -> Array:
     """A finished host array as a JAX array: the same memory, not a copy, where JAX computes
     on the CPU and the array is C-contiguous on XLA's 64-byte boundary (a large result then
-    costs its size once, not twice); else moved (`to_device`)."""
-    if (jax.default_backend() == "cpu" and host.flags.c_contiguous
+    costs its size once, not twice); else moved (`to_device`): a read-only array too (DLPack
+    cannot mark the shared memory read-only)."""
+    if (jax.default_backend() == "cpu" and host.flags.c_contiguous and host.flags.writeable
             and host.ctypes.data % 64 == 0):
         return jax.dlpack.from_dlpack(host)
     return to_device(host)

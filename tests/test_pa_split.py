@@ -833,3 +833,59 @@ def test_shared_common_counts_by_comparison_and_by_bitsets(monkeypatch, bitset_b
             want_bits[i, f // 64] |= np.uint64(1) << np.uint64(f % 64)
     assert np.array_equal(rare_module._bitsets(rows, below, words), want_bits)
     assert np.array_equal(rare_module._bitsets(rows[:, ::-1], below, words), want_bits)
+
+
+def test_rare_coefficients_in_the_narrowest_integer_type():
+    """`rare_part`'s coefficients are int16 where every one fits (a row's whole kernel
+    value bounds them), int32 where an example's own count needs it; the pairs the same."""
+    from jkern.pa._rare import rare_part
+
+    rows = np.asarray([[0, 5, 9], [1, 5, 9], [2, 7, 10], [3, 7, 10]])
+    small = rare_part(rows, 11, 5, 3)
+    assert small is not None and np.asarray(small.coef).dtype == np.int16
+    own = np.asarray([0, 40_000, 0, 0])
+    wide = rare_part(rows, 11, 5, 3, own)
+    assert wide is not None and np.asarray(wide.coef).dtype == np.int32
+    start = np.asarray(wide.start)
+    got = dict(zip(np.asarray(wide.partner)[start[1]:start[2]].tolist(),
+                   np.asarray(wide.coef)[start[1]:start[2]].tolist()))
+    # row 1 shares 5, 9 (rare: >= 5) with row 0, and with itself 1 (common) too
+    assert got == {0: (1 + 2) ** 3 - 1, 1: (1 + 1 + 2) ** 3 - (1 + 1) ** 3 + 40_000}
+
+
+def test_explicit_fit_of_full_sorted_rows_uses_them_in_place(monkeypatch):
+    """Rows that are already sorted and full (a renumbered data set's) are the fit's rows
+    as given (`_sorted_rows`: no copy); the same examples shuffled within their rows, or
+    with a padding position, give the same model and updates bit for bit, and so does the
+    epochs' visit stream held as an array (the path of shuffled orders) instead of computed
+    in the program."""
+    import jkern.pa._fit as fit_module
+
+    rng = np.random.default_rng(5)
+    n, F, k = 120, 40, 6
+    idx = np.sort(np.stack([rng.choice(F, k, replace=False) for _ in range(n)]), axis=1)
+    y = np.where(rng.random(n) < 0.5, 1, -1)
+    full = SparseRows(jnp.asarray(idx, jnp.int32), jnp.ones((n, k)), F)
+    host, same = fit_module._sorted_rows(full)
+    assert same is full.indices and np.array_equal(host, idx)
+    shuffled = np.stack([rng.permutation(r) for r in idx])
+    padded_idx = np.concatenate([shuffled, np.zeros((n, 1), np.int64)], axis=1)
+    padded_val = np.concatenate([np.ones((n, k)), np.zeros((n, 1))], axis=1)
+    padded = SparseRows(jnp.asarray(padded_idx, jnp.int32), jnp.asarray(padded_val), F)
+    assert fit_module._sorted_rows(padded)[1] is not padded.indices
+
+    def run(X):
+        sol = fit(X, y, degree=3, epochs=EPOCHS, mode="explicit", record=True, block_size=8,
+                  key=None, n_common=12)
+        return (np.asarray(sol.model.decision_function(full)),
+                np.asarray(sol.stats["updated"]), np.asarray(sol.stats["margins"]))
+
+    want = run(full)
+    assert want[1].sum() > 0
+    for got in (run(padded), run(SparseRows(jnp.asarray(shuffled, jnp.int32),
+                                            jnp.ones((n, k)), F))):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(fit_module, "FILE_ORDER_VISITS", 0)  # the stream as an array
+    for a, b in zip(run(full), want):
+        np.testing.assert_array_equal(a, b)

@@ -183,13 +183,16 @@ def _margins(model: SupportVectorModel, idx, val):
     return jax.lax.map(one, (idx, val))
 
 
+FILE_ORDER_VISITS = 2**31  # visits in file order below it: the epochs compute them (int32)
+
+
 def _stream(orders: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
     """The positions visited (`orders`, `[epochs, n]`, epoch after epoch) padded to whole
     blocks, and the mask; aligned for `shared_on_cpu` (JAX reads them in place)."""
     visits = orders.size
     total = visits + (-visits % block)
     order = aligned_empty((total,), np.int32)
-    order[:visits] = orders.reshape(-1)
+    order[:visits].reshape(orders.shape)[...] = orders  # (no flat copy of a broadcast view)
     order[visits:] = 0
     mask = aligned_empty((total,), bool)
     mask[:visits] = True
@@ -231,7 +234,7 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 @stored_filter_jit(donate=(2,))  # (the state's weights: held once, not twice)
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
                       mask, record: bool, kept_ids, block: int, rare: RarePart | None = None,
-                      pages: RowPages | None = None):
+                      pages: RowPages | None = None, in_file_order: tuple[int, int] | None = None):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
     visits (`order`, `[chunks, size]`), the weight ids of its examples (the searched ones
     from `kept_ids`, `KeptIds`, when every example's were searched once; else in one
@@ -240,7 +243,10 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     conjunctions of rare features are not weights: each example's rare margin r = P α is
     kept and added to at each update; returns (state, margins, updated, α per example)
     then, α `[n]` (the rare conjunctions' weights come from it). With `pages`
-    (`_pages.RowPages`), each block gathers its rows' pages: no ids computed, no padding."""
+    (`_pages.RowPages`), each block gathers its rows' pages: no ids computed, no padding.
+    `in_file_order` (visits, size), static: `order` and `mask` are None and the visits are the
+    examples in file order, epoch after epoch, `size` a chunk (`_stream`'s, computed here: no
+    `[visits]` stream held)."""
     # the coefficients are per position (∅, singles, pairs, ...), the same for every
     # example: the sink id D (a conjunction not in the table) holds weight 0
     coef = common.coefficients(jnp.zeros((common.n_ids,), jnp.int32), sq.dtype)
@@ -250,7 +256,12 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     by_size = jnp.asarray(conjunction_coefficients(common.degree), sq.dtype)
 
     def chunk(carry, args):
-        pos, valid = args
+        if in_file_order is None:
+            pos, valid = args
+        else:  # (chunk c: visits c·size, c·size + 1, ...; examples t mod n)
+            visits, size = in_file_order
+            t = args * size + jnp.arange(size, dtype=jnp.int32)
+            pos, valid = jnp.where(t < visits, t % n, 0), t < visits
         if pages is None:
             rows = idx[pos]
             ids = (common.ids(rows) if kept_ids is None
@@ -279,7 +290,12 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
 
     size = 1 if rare is None else n + 1
     zeros = jnp.zeros((size,), state.w.dtype)
-    (state, _, alpha), (ms, upds) = jax.lax.scan(chunk, (state, zeros, zeros), (order, mask))
+    if in_file_order is None:
+        chunks = (order, mask)
+    else:
+        visits, size = in_file_order
+        chunks = jnp.arange(-(-visits // size), dtype=jnp.int32)
+    (state, _, alpha), (ms, upds) = jax.lax.scan(chunk, (state, zeros, zeros), chunks)
     if rare is None:
         return state, ms, upds
     return state, ms, upds, alpha[:n]
@@ -288,8 +304,8 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
 def visit_orders(n: int, epochs: int, shuffle: bool, key: Any) -> np.ndarray:
     """`[epochs, n]` the examples visited in each epoch: file order, or (`shuffle`) a
     permutation per epoch, `jax.random.permutation(fold_in(key, epoch), n)`."""
-    if not shuffle:
-        return np.tile(np.arange(n, dtype=np.int32), (epochs, 1))
+    if not shuffle:  # (one row, read-only, seen `epochs` times: no [epochs, n] array held)
+        return np.broadcast_to(np.arange(n, dtype=np.int32), (epochs, n))
     if key is None:
         raise InputError("shuffle=True needs key= (a jax.random key): the visiting order "
                          "is drawn from it")
@@ -642,15 +658,13 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         w = state.w
     else:
         F = X.n_features
-        val = np.asarray(X.values)
-        # the rows' feature ids ascending (padding F), shared with JAX, not copied
-        idx = aligned_empty(val.shape, np.int32)
-        np.copyto(idx, np.where(val != 0, np.asarray(X.indices), F), casting="unsafe")
-        idx.sort(axis=1)
-        sq = to_device(np.sum(val != 0, axis=1), p.dtype)
-        n = len(val)
+        idx, idx_j = _sorted_rows(X)
+        sq = to_device(np.sum(np.asarray(X.values) != 0, axis=1), p.dtype)
+        n = len(idx)
         size = -(-min(CHUNK_VISITS, n * p.epochs) // p.block) * p.block
-        order, mask = _stream(p.orders, size)
+        # the examples in file order: the epochs compute their visits (no stream held)
+        in_file_order = ((n * p.epochs, size) if not p.shuffle
+                         and n * p.epochs + size < FILE_ORDER_VISITS else None)
         # the rare features' conjunctions go through the examples that share one (`_rare`)
         # where C is concrete: their keys are then known, the support vectors' (a vmapped
         # grid of C keeps every conjunction as a weight: one key set for the grid)
@@ -668,7 +682,6 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         # the rare pairs, the epochs' ids) go back to the system (`_memory`): each costs
         # first touches later, so not after every phase
         release_freed_memory()
-        idx_j = shared_on_cpu(idx)
         kept = kept_ids(common, idx_j, p.epochs)
         if private and kept is None:  # (the ids too many to keep: every conjunction a key)
             private = False
@@ -677,17 +690,20 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         if kept is not None:  # every id is kept: the epochs never search the table
             common = common.unsearched()
         pages = None
-        if kept is not None and worth_paging(common, idx, order, mask, p.block):
+        if kept is not None and worth_paging(common, idx, *_stream(p.orders, size), p.block):
             # rows narrower than the common width: their live ids packed, once for the epochs
-            pages = row_pages(common, kept, idx, order, mask, p.block, IDS_BYTES)
+            pages = row_pages(common, kept, idx, *_stream(p.orders, size), p.block, IDS_BYTES)
             if pages is not None:
                 kept = None
         rare = rare_part(idx, F, N, p.degree, own) if N < F or own is not None else None
         release_freed_memory()  # (before the epochs' weights and program)
         state = learner.init(common.size, dtype=p.dtype)
-        out = _run_conjunctions(
-            learner, common, state, idx_j, sq, p.y, shared_on_cpu(order), shared_on_cpu(mask),
-            p.record, kept, p.block, rare, pages)
+        order = mask = None
+        if in_file_order is None:
+            order, mask = map(shared_on_cpu, _stream(p.orders, size))
+        out = _run_conjunctions(learner, common, state, idx_j, sq, p.y, order, mask, p.record,
+                                kept, p.block, rare, pages, in_file_order)
+        del order, mask
         del kept, pages  # (the ids are the largest array of a fit)
         release_freed_memory()
         state, ms, upds = out[:3]
@@ -724,6 +740,22 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
     return _Run(model, ms, upds, code, stats={} if linear else {"n_common": N})
 
 
+def _sorted_rows(X: SparseRows) -> tuple[np.ndarray, Array]:
+    """The rows' feature ids ascending, padding (values 0) as `n_features`: on the host and
+    as a JAX array of the same memory. Rows already so (every value nonzero, ids ascending:
+    a renumbered data set's full rows) are `X.indices` itself, no copy."""
+    F = X.n_features
+    indices, val = np.asarray(X.indices), np.asarray(X.values)
+    if (isinstance(X.indices, jax.Array) and X.indices.dtype == jnp.int32
+            and not is_traced(X.indices) and np.all(val != 0)
+            and np.all(indices[:, 1:] > indices[:, :-1])):
+        return indices, X.indices
+    idx = aligned_empty(val.shape, np.int32)
+    np.copyto(idx, np.where(val != 0, indices, F), casting="unsafe")
+    idx.sort(axis=1)
+    return idx, shared_on_cpu(idx)
+
+
 def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], fit_w: list[Array],
                    rare: Callable[[], tuple[np.ndarray, Any]] | None = None
                    ) -> tuple[np.ndarray, Array]:
@@ -744,8 +776,10 @@ def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], fit_w: li
     w = fit_w.pop()
     host_w = host_array(w)
     if host_w is not None:
-        del w
-        return _host_model_weights(common, table, [host_w], first, rare)
+        # (handed over in a list that no name here holds: its callee frees them)
+        held = [host_w]
+        del w, host_w
+        return _host_model_weights(common, table, held, first, rare)
     rare_keys = rare_w = None
     if rare is not None:
         rare_keys, rare_w = rare()

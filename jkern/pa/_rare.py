@@ -45,7 +45,8 @@ class RarePart(NamedTuple):
     Attributes:
         start: `[n + 1]` where each example's partners start in `partner`.
         partner: `[E + width]` partner ids (padding: n, the sink), self included.
-        coef: `[E + width]` (1 + a + b)^d − (1 + a)^d (int32 where all fit, else int64).
+        coef: `[E + width]` (1 + a + b)^d − (1 + a)^d (int16, else int32, else int64:
+            the narrowest that holds every one).
         width: the most partners an example has (static: a walk reads this many).
     """
 
@@ -74,11 +75,11 @@ def rare_part(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int,
     """The `RarePart` of sorted feature rows (`rows` `[n, k]`, ascending, padding =
     `n_features`) for the rare features `n_rare_from` <= f < `n_features`, with `own`
     (`[n]`, int64, `private_counts`) added to each example's pair with itself; None
-    when there is no pair. Coefficients are int32 where every one fits (the whole kernel
-    value of the widest row bounds them), else int64."""
+    when there is no pair. Coefficients are the narrowest of int16, int32 and int64 that
+    holds every one (the whole kernel value of the widest row bounds them)."""
     n, k = rows.shape
     bound = (1 + k) ** degree + (0 if own is None else int(np.max(own, initial=0)))
-    cdt = np.dtype(np.int32) if bound < 2**31 else np.dtype(np.int64)
+    cdt = np.dtype(next(t for t in (np.int16, np.int32, np.int64) if bound < np.iinfo(t).max))
     bs, coefs, per_row = _rare_pairs(rows, n_features, n_rare_from, degree, own, cdt)
     E = sum(len(b) for b in bs)
     if not E:
@@ -145,6 +146,7 @@ def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
         cuts.append(min(n, max(nxt, at + 1)))
     occ_start = np.searchsorted(ex, np.asarray(cuts))
     bs, coefs = [], []
+    counter = None
     for lo, hi, o0, o1 in zip(cuts[:-1], cuts[1:], occ_start[:-1], occ_start[1:]):
         span = hi - lo
         kdt = np.uint32 if span * n <= 2**32 else np.int64
@@ -168,7 +170,9 @@ def _rare_pairs(rows: np.ndarray, n_features: int, n_rare_from: int, degree: int
         a = (key // kdt(n)).astype(np.int32) + np.int32(lo)
         b = (key % kdt(n)).astype(np.int32)
         del key, first
-        shared_common = _shared_common(rows, a, b, n_rare_from)
+        if counter is None:  # (built once for every range)
+            counter = SharedCounter(rows, n_rare_from)
+        shared_common = counter(a, b)
         c = (1 + shared_common + shared_rare) ** degree - (1 + shared_common) ** degree
         if own_counts is not None:
             self_pair = np.flatnonzero(a == b)
@@ -193,28 +197,41 @@ BITSET_BYTES = 32 << 20  # rows as bitsets of their common features when these f
 
 
 def _shared_common(rows: np.ndarray, a: np.ndarray, b: np.ndarray, below: int) -> np.ndarray:
-    """`[len(a)]` how many features below `below` rows a[i] and b[i] share, in one compiled
-    program a batch of pairs at a time: the popcount of the AND of the two rows' bitsets
-    (`below` / 64 words a row) where those are fewer words than the k × k comparisons of
-    their feature ids and fit BITSET_BYTES, else those comparisons."""
-    n, k = rows.shape
-    words = -(-below // 64)
-    if 4 * words < k * k and n * words * 8 <= BITSET_BYTES:
-        table = to_device(_bitsets(rows, below, words))
-        count = _count_shared_bits
-    else:
-        table = to_device(rows, jnp.int32)
-        count = _count_shared
-    out = np.zeros(len(a), np.int64)
-    for s in range(0, len(a), PAIRS_AT_ONCE):
-        part = slice(s, s + PAIRS_AT_ONCE)
-        m = len(a[part])
-        ia = np.zeros(PAIRS_AT_ONCE, np.int32)
-        ib = np.zeros(PAIRS_AT_ONCE, np.int32)
-        ia[:m], ib[:m] = a[part], b[part]
-        out[part] = np.asarray(count(table, to_device(ia), to_device(ib),
-                                     to_device(np.int32(below))))[:m]
-    return out
+    """`[len(a)]` how many features below `below` rows a[i] and b[i] share
+    (`SharedCounter`, built for these pairs alone)."""
+    return SharedCounter(rows, below)(a, b)
+
+
+class SharedCounter:
+    """How many features below `below` two rows of `rows` (`[n, k]` feature ids) share, in
+    one compiled program a batch of pairs at a time: the popcount of the AND of the two
+    rows' bitsets (`below` / 64 words a row) where those are fewer words than the k × k
+    comparisons of their feature ids and fit BITSET_BYTES, else those comparisons. The
+    bitsets (or the rows) are built once, for every batch of pairs asked after."""
+
+    def __init__(self, rows: np.ndarray, below: int) -> None:
+        n, k = rows.shape
+        words = -(-below // 64)
+        self._below = to_device(np.int32(below))
+        if 4 * words < k * k and n * words * 8 <= BITSET_BYTES:
+            bits = aligned_empty((n, words), np.uint64)
+            bits[...] = _bitsets(rows, below, words)
+            self._table, self._count = shared_on_cpu(bits), _count_shared_bits
+        else:
+            rows32 = rows if rows.dtype == np.int32 else rows.astype(np.int32)
+            self._table, self._count = shared_on_cpu(np.ascontiguousarray(rows32)), _count_shared
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(a), np.int64)
+        for s in range(0, len(a), PAIRS_AT_ONCE):
+            part = slice(s, s + PAIRS_AT_ONCE)
+            m = len(a[part])
+            ia = np.zeros(PAIRS_AT_ONCE, np.int32)
+            ib = np.zeros(PAIRS_AT_ONCE, np.int32)
+            ia[:m], ib[:m] = a[part], b[part]
+            out[part] = np.asarray(self._count(self._table, to_device(ia), to_device(ib),
+                                               self._below))[:m]
+        return out
 
 
 def _bitsets(rows: np.ndarray, below: int, words: int) -> np.ndarray:
