@@ -889,3 +889,31 @@ def test_explicit_fit_of_full_sorted_rows_uses_them_in_place(monkeypatch):
     monkeypatch.setattr(fit_module, "FILE_ORDER_VISITS", 0)  # the stream as an array
     for a, b in zip(run(full), want):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_host_slots_in_parts_equal_the_programs_slots(monkeypatch, wide):
+    """The cuckoo table's host hashing (`_table._slot_of`, in place and a part of the keys
+    at a time) gives the slots JAX computes for the same keys, so a table built on the host
+    finds its keys in a program; built with small parts, the table is the same."""
+    import jkern.pa._table as table_module
+
+    rng = np.random.default_rng(11)
+    dtype = np.int64 if wide else np.int32
+    keys = np.unique(rng.integers(0, 2**40 if wide else 2**30, 5000)).astype(dtype)
+    n_slots = 12_289 if wide else 1 << 14
+    seed = table_module._SEEDS[1]
+    whole = [table_module._slot_of(keys, n_slots, s) for s in (0, seed)]
+    for got, s in zip(whole, (0, seed)):
+        want = np.asarray(table_module._slot_of(jnp.asarray(keys), n_slots, s))
+        np.testing.assert_array_equal(got, want)
+    part = table_module.CommonPart(jnp.asarray(keys), 10**6, 3, 2)
+    big = part.cuckooed()
+    monkeypatch.setattr(table_module, "SLOTS_AT_ONCE", 7)
+    for got, s in zip(whole, (0, seed)):
+        np.testing.assert_array_equal(table_module._slot_of(keys, n_slots, s), got)
+    small = part.cuckooed()
+    np.testing.assert_array_equal(np.asarray(small.cuckoo_keys), np.asarray(big.cuckoo_keys))
+    np.testing.assert_array_equal(np.asarray(small.cuckoo_pos), np.asarray(big.cuckoo_pos))
+    found = np.asarray(small.search(jnp.asarray(keys), jnp.ones(len(keys), bool)))
+    np.testing.assert_array_equal(found, np.arange(len(keys)))

@@ -38,6 +38,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from .._executables import stored_filter_jit
 from .._labels import sign_labels
+from .._memory import release_freed_memory
 from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique, value_bounds
 from .._validate import finite_model, host_array, is_traced, to_device
@@ -443,6 +444,7 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
         if pending > merge_at or last or (limit is not None and len(part) > limit):
             found.merge()
             pending = 0
+            release_freed_memory()  # (the merge's temporaries: the next chunks' pages)
             if limit is not None and found.size > limit:
                 return found.keys(), False
     if seen is not None:
@@ -450,8 +452,10 @@ def distinct_keys(X: SparseRows, degree: int, base: int, below: int, *,
         table = np.flatnonzero(seen)
         return table, limit is None or len(table) <= limit
     table = found.keys()
+    del found
     if shared:
         table = table[(table & 1) == 1] >> 1
+    release_freed_memory()  # (the ranges: before the table's slots are built)
     return table, True
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
-from .._validate import to_device
+from .._validate import aligned_empty, shared_on_cpu, to_device
 from ._holders import RareSupport, rare_block_margins
 from ._packing import packed_slots
 
@@ -211,13 +211,23 @@ class CommonPart(eqx.Module):
                 S = _cuckoo_size(S, 0.5, wide)
         if owner is None:
             raise RuntimeError(f"no cuckoo placement of {D:,} keys in {S:,} slots")
-        filled = np.flatnonzero(owner >= 0)
-        slot_keys = np.full(S + 1, EMPTY_SLOT, keys.dtype)
-        slot_keys[filled] = keys[owner[filled]]
-        pos = np.full(S + 1, D, np.int32)
-        pos[filled] = owner[filled]
-        return dataclasses.replace(self, cuckoo_keys=to_device(slot_keys, self.keys.dtype),
-                                   cuckoo_pos=to_device(pos), cuckoo_seed=seed,
+        # built in buffers JAX shares (the slots held once, not twice), each slot's key
+        # read in place (no index arrays of the filled slots)
+        pos = aligned_empty((S + 1,), np.int32)
+        pos[:S] = owner
+        del owner
+        empty = pos[:S] < 0
+        slot_keys = aligned_empty((S + 1,), keys.dtype)
+        for at in range(0, S, SLOTS_AT_ONCE):  # (NumPy's index temporaries a part's)
+            end = min(S, at + SLOTS_AT_ONCE)
+            np.take(keys, pos[at:end], out=slot_keys[at:end], mode="clip")
+        slot_keys[:S][empty] = EMPTY_SLOT
+        slot_keys[S] = EMPTY_SLOT
+        pos[:S][empty] = D
+        pos[S] = D
+        del empty
+        return dataclasses.replace(self, cuckoo_keys=shared_on_cpu(slot_keys),
+                                   cuckoo_pos=shared_on_cpu(pos), cuckoo_seed=seed,
                                    by_slot=by_slot, slots=None, window=0, slot_bits=0,
                                    bucket_start=None, hashed_keys=None, hashed_pos=None,
                                    shift=0, probes=0)
@@ -688,6 +698,14 @@ def _mix(key: Any, seed: int = 0) -> Any:
     consts = ((33, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53) if wide
               else (16, 0x85EBCA6B, 0xC2B2AE35))
     r, m1, m2 = consts
+    if xp is np:  # the same steps in place: one temporary of the keys' size, not five
+        with np.errstate(over="ignore"):
+            x ^= x >> u(r)
+            x *= u(m1)
+            x ^= x >> u(r if wide else 13)
+            x *= u(m2)
+            x ^= x >> u(r)
+        return x
     with np.errstate(over="ignore"):
         x = x ^ (x >> u(r))
         x = x * u(m1)
@@ -705,13 +723,27 @@ def _bucket_of(key: Any, bits: int, seed: int = 0) -> Any:
     return (x >> u(8 * key.dtype.itemsize - bits)).astype(xp.int32 if bits < 31 else xp.int64)
 
 
+SLOTS_AT_ONCE = 1 << 20  # host keys hashed at a time (`_slot_of`)
+
+
 def _slot_of(key: Any, n_slots: int, seed: int = 0) -> Any:
     """A slot in [0, n_slots) from `_mix(key, seed)`: for 64-bit keys the top 32 bits of the
     mix times `n_slots`, shifted down 32 (any `n_slots` below 2^31, no division); for 32-bit
     keys (no 64-bit product where x64 is off) `n_slots` is a power of two and the slot is
     the mix's top bits. int32."""
     xp = jnp if isinstance(key, jax.Array) else np
+    if xp is np and len(key) > SLOTS_AT_ONCE:  # (the mix's temporaries a part's, not all's)
+        out = np.empty(key.shape, np.int32)
+        for at in range(0, len(key), SLOTS_AT_ONCE):
+            out[at:at + SLOTS_AT_ONCE] = _slot_of(key[at:at + SLOTS_AT_ONCE], n_slots, seed)
+        return out
     if key.dtype.itemsize == 8:
+        if xp is np:  # (in place, as `_mix`)
+            x = _mix(key, seed)
+            x >>= np.uint64(32)
+            x *= np.uint64(n_slots)
+            x >>= np.uint64(32)
+            return x.astype(np.int32)
         x = _mix(key, seed) >> xp.uint64(32)
         with np.errstate(over="ignore"):
             return ((x * xp.uint64(n_slots)) >> xp.uint64(32)).astype(xp.int32)
