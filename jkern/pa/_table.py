@@ -22,7 +22,7 @@ import numpy as np
 from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
-from .._validate import aligned_empty, shared_on_cpu, to_device
+from .._validate import to_device
 from ._holders import RareSupport, rare_block_margins
 from ._packing import packed_slots
 
@@ -211,23 +211,23 @@ class CommonPart(eqx.Module):
                 S = _cuckoo_size(S, 0.5, wide)
         if owner is None:
             raise RuntimeError(f"no cuckoo placement of {D:,} keys in {S:,} slots")
-        # built in buffers JAX shares (the slots held once, not twice), each slot's key
-        # read in place (no index arrays of the filled slots)
-        pos = aligned_empty((S + 1,), np.int32)
-        pos[:S] = owner
-        del owner
-        empty = pos[:S] < 0
-        slot_keys = aligned_empty((S + 1,), keys.dtype)
-        for at in range(0, S, SLOTS_AT_ONCE):  # (NumPy's index temporaries a part's)
+        # each slot's key read a part at a time (NumPy's index temporaries a part's)
+        empty = owner < 0
+        host_keys = np.empty(S + 1, keys.dtype)
+        for at in range(0, S, SLOTS_AT_ONCE):
             end = min(S, at + SLOTS_AT_ONCE)
-            np.take(keys, pos[at:end], out=slot_keys[at:end], mode="clip")
-        slot_keys[:S][empty] = EMPTY_SLOT
-        slot_keys[S] = EMPTY_SLOT
-        pos[:S][empty] = D
-        pos[S] = D
+            np.take(keys, owner[at:end], out=host_keys[at:end], mode="clip")
+        host_keys[:S][empty] = EMPTY_SLOT
+        host_keys[S] = EMPTY_SLOT
+        host_pos = np.empty(S + 1, np.int32)
+        host_pos[:S] = owner
+        del owner
+        host_pos[:S][empty] = D
+        host_pos[S] = D
         del empty
-        return dataclasses.replace(self, cuckoo_keys=shared_on_cpu(slot_keys),
-                                   cuckoo_pos=shared_on_cpu(pos), cuckoo_seed=seed,
+        slot_keys, pos = to_device(host_keys), to_device(host_pos)
+        return dataclasses.replace(self, cuckoo_keys=slot_keys,
+                                   cuckoo_pos=pos, cuckoo_seed=seed,
                                    by_slot=by_slot, slots=None, window=0, slot_bits=0,
                                    bucket_start=None, hashed_keys=None, hashed_pos=None,
                                    shift=0, probes=0)
