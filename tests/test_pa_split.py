@@ -917,3 +917,50 @@ def test_host_slots_in_parts_equal_the_programs_slots(monkeypatch, wide):
     np.testing.assert_array_equal(np.asarray(small.cuckoo_pos), np.asarray(big.cuckoo_pos))
     found = np.asarray(small.search(jnp.asarray(keys), jnp.ones(len(keys), bool)))
     np.testing.assert_array_equal(found, np.arange(len(keys)))
+
+
+@pytest.mark.parametrize("degree", [2, 3])
+def test_dense_weights_for_the_held_slots_only(monkeypatch, degree):
+    """A fit whose dense weights are kept for the slots its training rows hold only
+    (`CommonPart.compacted`, a dense id then its slot's rank) makes the same updates,
+    margins and model, bit for bit, as one with every dense slot; `dense_slots` gives each
+    weight's arithmetic id back."""
+    import jkern.pa._fit as fit_module
+    from jkern.pa._table import CommonPart, n_conjunctions
+
+    X, y, _ = _dataset("random")
+    Xf, _ = frequency_order(X).apply(X)
+
+    def run(share: float, max_degree: int):
+        monkeypatch.setattr(fit_module, "DENSE_HELD_SHARE", share)
+        monkeypatch.setattr(fit_module, "DENSE_HELD_DEGREE", max_degree)
+        held = []
+        orig = fit_module._held_dense
+        monkeypatch.setattr(fit_module, "_held_dense",
+                            lambda c, i: held.append(orig(c, i)) or held[-1])
+        sol = fit(Xf, y, degree=degree, epochs=EPOCHS, mode="explicit", record=True,
+                  block_size=7, key=None, n_common=9)
+        return sol, held[-1]
+
+    whole, part = run(-1.0, degree)
+    assert part.dense_bits is None and part.n_dense > 0
+    ranked, part = run(1.0, degree)
+    assert part.dense_bits is not None
+    S = n_conjunctions(part.n_dense, degree)
+    assert 0 < part.offset == part.n_live < S
+    slots = part.dense_slots()
+    assert len(slots) == part.offset and np.all(np.diff(slots) > 0) and slots[-1] < S
+    # each held slot's id is its rank; a slot not held has none
+    plain = CommonPart.of(np.asarray(part.keys), part.n_common, part.width, degree,
+                          n_dense=part.n_dense, below=part.below)
+    ids = jnp.arange(S, dtype=jnp.int32)
+    ranks = np.asarray(part._ranked(ids))
+    assert np.array_equal(ranks[slots], np.arange(len(slots)))
+    assert np.all(ranks[np.setdiff1d(np.arange(S), slots)] == -1)
+    assert np.array_equal(np.asarray(plain._ranked(ids)), np.arange(S))
+    for key in ("updated", "margins"):
+        np.testing.assert_array_equal(np.asarray(ranked.stats[key]),
+                                      np.asarray(whole.stats[key]))
+    np.testing.assert_array_equal(np.asarray(ranked.model.keys), np.asarray(whole.model.keys))
+    np.testing.assert_array_equal(np.asarray(ranked.model.weights),
+                                  np.asarray(whole.model.weights))

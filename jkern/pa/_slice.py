@@ -174,7 +174,7 @@ def dense_seen(common: CommonPart, indices: Array) -> np.ndarray:
 
 @stored_filter_jit
 def _mark_rows(seen, common: CommonPart, rows):
-    dense = common.keys_of(rows)[2]
+    dense = jnp.concatenate(common.dense_ids_of(rows), axis=-1)  # (no keys: none searched)
     return seen.at[jnp.where(dense >= 0, dense, seen.shape[0] - 1)].set(True)
 
 

@@ -129,6 +129,12 @@ class CommonPart(eqx.Module):
         cuckoo_seed: (static) the second hash's seed.
         by_slot: (static) the table's ids are `offset` + the slot, not the position in
             `keys` (a model's weights, laid out by slot: one read fewer a lookup).
+        dense_bits: `[W]` uint32, or None: bit s set where dense slot s (its arithmetic
+            id) has a weight (`compacted`: a fit's, the slots its training rows hold);
+            a dense id is then its slot's rank among those (`dense_rank[s // 32]` + the
+            set bits below it in its word), and a slot without a weight has none (-1).
+        dense_rank: `[W]` int32 the set bits before each word of `dense_bits`.
+        n_live: (static) the dense slots with a weight, where `dense_bits` is set.
     """
 
     keys: Int[Array, " D"]
@@ -149,11 +155,57 @@ class CommonPart(eqx.Module):
     cuckoo_pos: Int[Array, " S1"] | None = None
     cuckoo_seed: int = eqx.field(static=True, default=0)
     by_slot: bool = eqx.field(static=True, default=False)
+    dense_bits: Int[Array, " W"] | None = None
+    dense_rank: Int[Array, " W"] | None = None
+    n_live: int = eqx.field(static=True, default=0)
 
     @property
     def offset(self) -> int:
         """The weights of the dense conjunctions (0 without them): the table's first id."""
+        if self.dense_bits is not None:
+            return self.n_live
         return n_conjunctions(self.n_dense, self.degree) if self.n_dense else 0
+
+    def compacted(self, held: np.ndarray) -> CommonPart:
+        """This part with weights for the dense slots flagged in `held` only (`[S]` bool, S
+        = `n_conjunctions(n_dense, d)`, by arithmetic id: a fit's, `_slice.dense_seen` of
+        its training rows, every conjunction they hold), at their rank among them: on UD at
+        d = 2, 0.41M of the 4.19M slots. Host."""
+        held = np.asarray(held, bool)
+        assert self.dense_bits is None and len(held) == n_conjunctions(self.n_dense,
+                                                                           self.degree)
+        words = -(-len(held) // 32)
+        padded = np.zeros(words * 32, bool)
+        padded[:len(held)] = held
+        bits = np.packbits(padded, bitorder="little").view("<u4").astype(np.uint32)
+        rank = np.zeros(words, np.int32)
+        np.cumsum(padded.reshape(words, 32).sum(axis=1)[:-1], out=rank[1:])
+        return dataclasses.replace(self, dense_bits=to_device(bits), dense_rank=to_device(rank),
+                                   n_live=int(held.sum()))
+
+    def dense_slots(self) -> np.ndarray:
+        """`[offset]` the arithmetic id of each dense weight (host): the held slots where
+        `compacted`, else every slot."""
+        S = n_conjunctions(self.n_dense, self.degree) if self.n_dense else 0
+        if self.dense_bits is None:
+            return np.arange(S, dtype=np.int64)
+        bits = np.unpackbits(np.asarray(self.dense_bits).astype("<u4").view(np.uint8),
+                             bitorder="little")[:S]
+        return np.flatnonzero(bits)
+
+    def _ranked(self, ids: Array) -> Array:
+        """Dense ids (arithmetic, -1: none) as weights' ids: unchanged, or where
+        `compacted`, the slot's rank among the held ones (-1 where not held)."""
+        if self.dense_bits is None:
+            return ids
+        assert self.dense_rank is not None
+        ok = ids >= 0
+        at = jnp.where(ok, ids, 0)
+        word = self.dense_bits[at >> 5]
+        bit = (at & 31).astype(jnp.uint32)
+        held = ((word >> bit) & jnp.uint32(1)) == 1
+        below = jax.lax.population_count(word & ((jnp.uint32(1) << bit) - jnp.uint32(1)))
+        return jnp.where(ok & held, self.dense_rank[at >> 5] + below.astype(jnp.int32), -1)
 
     @property
     def size(self) -> int:
@@ -449,7 +501,7 @@ class CommonPart(eqx.Module):
             ok = by_largest(d_ok, self.width, j)
             dense.append(jnp.where(ok, _dense_offset(self.n_dense, j) + at, -1)
                          .astype(jnp.int32))
-        return dense
+        return [self._ranked(d) for d in dense]
 
     def ids_from(self, indices: Int[Array, "*batch k"], kept: KeptIds, rows: Int[Array, "*batch"]
                  ) -> Int[Array, "*batch K"]:
