@@ -744,7 +744,8 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
 
 DENSE_HELD_SHARE = 0.5  # the most of the dense slots held for weights to be kept for those only
 # ... and the largest degree: a dense id's rank costs two reads, and a row has C(w, d) of them
-# (UD at d = 3: the epochs 5.26 -> 6.52 CPU s, the held slots' pass 0.38 s, for 26 MB less)
+# (UD at d = 3: the epochs 5.98-6.41 CPU s against 5.48-5.60, and a 0.39 s pass, for 26 MB
+# less: docs/results.md, "Issue 34, thirteenth steps")
 DENSE_HELD_DEGREE = 2
 
 
