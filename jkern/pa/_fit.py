@@ -658,8 +658,8 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         w = state.w
     else:
         F = X.n_features
-        idx, idx_j = _sorted_rows(X)
-        sq = to_device(np.sum(np.asarray(X.values) != 0, axis=1), p.dtype)
+        idx, idx_j, widths = _sorted_rows(X)
+        sq = to_device(widths, p.dtype)
         n = len(idx)
         size = -(-min(CHUNK_VISITS, n * p.epochs) // p.block) * p.block
         # the examples in file order: the epochs compute their visits (no stream held)
@@ -692,11 +692,15 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         if kept is not None:  # every id is kept: the epochs never search the table
             common = common.unsearched()
         pages = None
-        if kept is not None and worth_paging(common, idx, *_stream(p.orders, size), p.block):
-            # rows narrower than the common width: their live ids packed, once for the epochs
-            pages = row_pages(common, kept, idx, *_stream(p.orders, size), p.block, IDS_BYTES)
-            if pages is not None:
-                kept = None
+        if kept is not None:
+            stream = _stream(p.orders, size)  # (once for both; dropped before the rare part)
+            if worth_paging(common, idx, *stream, p.block):
+                # rows narrower than the common width: their live ids packed, once for the
+                # epochs
+                pages = row_pages(common, kept, idx, *stream, p.block, IDS_BYTES)
+                if pages is not None:
+                    kept = None
+            del stream
         rare = rare_part(idx, F, N, p.degree, own) if N < F or own is not None else None
         release_freed_memory()  # (before the epochs' weights and program)
         state = learner.init(common.size, dtype=p.dtype)
@@ -764,20 +768,23 @@ def _held_dense(common: CommonPart, idx: Array) -> CommonPart:
     return common.compacted(held)
 
 
-def _sorted_rows(X: SparseRows) -> tuple[np.ndarray, Array]:
-    """The rows' feature ids ascending, padding (values 0) as `n_features`: on the host and
-    as a JAX array of the same memory. Rows already so (every value nonzero, ids ascending:
-    a renumbered data set's full rows) are `X.indices` itself, no copy."""
+def _sorted_rows(X: SparseRows) -> tuple[np.ndarray, Array, np.ndarray]:
+    """The rows' feature ids ascending, padding (values 0) as `n_features`, on the host and
+    as a JAX array of the same memory, and `[n]` each row's features (its nonzero values).
+    Rows already so (every value nonzero, ids ascending: a renumbered data set's full rows)
+    are `X.indices` itself, no copy."""
     F = X.n_features
     indices, val = np.asarray(X.indices), np.asarray(X.values)
+    present = val != 0
+    widths = np.sum(present, axis=1)
     if (isinstance(X.indices, jax.Array) and X.indices.dtype == jnp.int32
-            and not is_traced(X.indices) and np.all(val != 0)
+            and not is_traced(X.indices) and np.all(widths == present.shape[1])
             and np.all(indices[:, 1:] > indices[:, :-1])):
-        return indices, X.indices
+        return indices, X.indices, widths
     idx = aligned_empty(val.shape, np.int32)
-    np.copyto(idx, np.where(val != 0, indices, F), casting="unsafe")
+    np.copyto(idx, np.where(present, indices, F), casting="unsafe")
     idx.sort(axis=1)
-    return idx, shared_on_cpu(idx)
+    return idx, shared_on_cpu(idx), widths
 
 
 def _model_weights(common: CommonPart, seen: Callable[[], np.ndarray], fit_w: list[Array],

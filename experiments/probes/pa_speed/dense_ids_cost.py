@@ -21,7 +21,7 @@ from jkern.pa._table import dense_features, combinations, _comb, _dense_offset
 import jkern.pa._fit as F
 tr = pa_dataset("conj2", str(Path(__file__).resolve().parents[4] / "shared" / "data"), "/tmp/jkern-pa-poly", part="train")
 X, _ = frequency_order(tr.features).apply(tr.features)
-idx, idx_j = F._sorted_rows(X)
+idx, idx_j, _ = F._sorted_rows(X)
 common = common_part(X, 2, X.n_features, below=dense_features(X.n_features, 2))
 nd, width, size = common.n_dense, common.width, common.size
 w = jnp.asarray(np.random.default_rng(0).integers(-5, 5, size + 1))

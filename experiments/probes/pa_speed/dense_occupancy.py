@@ -28,7 +28,7 @@ tr = pa_dataset(ds, str(Path(__file__).resolve().parents[4] / "shared" / "data")
 X, _ = frequency_order(tr.features).apply(tr.features)
 fit(X, tr.labels, degree=d, C=1.0, epochs=10, mode="explicit", dtype=jnp.float64, key=None)
 common = got["common"]
-idx, idx_j = F._sorted_rows(X)
+idx, idx_j, _ = F._sorted_rows(X)
 seen = dense_seen(common, idx_j)
 N = common.n_dense
 bounds = np.cumsum([0] + [comb(N, j) for j in range(d + 1)])

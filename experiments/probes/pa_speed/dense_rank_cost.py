@@ -22,7 +22,7 @@ import jkern.pa._fit as F
 ds = sys.argv[1]
 tr = pa_dataset(ds, str(Path(__file__).resolve().parents[4] / "shared" / "data"), "/tmp/jkern-pa-poly", part="train")
 X, _ = frequency_order(tr.features).apply(tr.features)
-idx, idx_j = F._sorted_rows(X)
+idx, idx_j, _ = F._sorted_rows(X)
 common = common_part(X, 2, X.n_features, below=dense_features(X.n_features, 2))
 size = common.size
 seen = dense_seen(common, idx_j)
