@@ -67,7 +67,15 @@ from ._rare import (
     rare_features,
     rare_part,
 )
-from ._slice import CHUNK_VISITS, IDS_BYTES, dense_seen, fit_split, keeps_ids, kept_ids
+from ._slice import (
+    CHUNK_VISITS,
+    IDS_BYTES,
+    dense_seen,
+    fit_split,
+    keeps_ids,
+    kept_ids,
+    kept_row_ids,
+)
 from ._split import common_part
 from ._table import CommonPart, conjunction_coefficients, dense_features, dense_keys_of
 
@@ -234,7 +242,8 @@ def _run_explicit(learner: ExplicitPA, state, data, y, order, record: bool):
 @stored_filter_jit(donate=(2,))  # (the state's weights: held once, not twice)
 def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y, order,
                       mask, record: bool, kept_ids, block: int, rare: RarePart | None = None,
-                      pages: RowPages | None = None, in_file_order: tuple[int, int] | None = None):
+                      pages: RowPages | None = None, in_file_order: tuple[int, int] | None = None,
+                      row_ids: Array | None = None):
     """Linear PA-I on the conjunction expansion without materializing it: per chunk of
     visits (`order`, `[chunks, size]`), the weight ids of its examples (the searched ones
     from `kept_ids`, `KeptIds`, when every example's were searched once; else in one
@@ -244,6 +253,7 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     kept and added to at each update; returns (state, margins, updated, α per example)
     then, α `[n]` (the rare conjunctions' weights come from it). With `pages`
     (`_pages.RowPages`), each block gathers its rows' pages: no ids computed, no padding.
+    With `row_ids` (`_slice.row_ids`, `[n, K]`), each chunk gathers its rows' ids.
     `in_file_order` (visits, size), static: `order` and `mask` are None and the visits are the
     examples in file order, epoch after epoch, `size` a chunk (`_stream`'s, computed here: no
     `[visits]` stream held)."""
@@ -262,7 +272,9 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
             visits, size = in_file_order
             t = args * size + jnp.arange(size, dtype=jnp.int32)
             pos, valid = jnp.where(t < visits, t % n, 0), t < visits
-        if pages is None:
+        if row_ids is not None:
+            ids = row_ids[pos]
+        elif pages is None:
             rows = idx[pos]
             ids = (common.ids(rows) if kept_ids is None
                    else common.ids_from(rows, kept_ids, pos))
@@ -701,6 +713,11 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
                 if pages is not None:
                     kept = None
             del stream
+        # where pages are not used, every row's ids computed once, when they fit
+        row_ids = (kept_row_ids(common, kept, idx) if kept is not None and pages is None
+                   else None)
+        if row_ids is not None:
+            kept = None
         rare = rare_part(idx, F, N, p.degree, own) if N < F or own is not None else None
         release_freed_memory()  # (before the epochs' weights and program)
         state = learner.init(common.size, dtype=p.dtype)
@@ -708,9 +725,9 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         if in_file_order is None:
             order, mask = map(shared_on_cpu, _stream(p.orders, size))
         out = _run_conjunctions(learner, common, state, idx_j, sq, p.y, order, mask, p.record,
-                                kept, p.block, rare, pages, in_file_order)
+                                kept, p.block, rare, pages, in_file_order, row_ids)
         del order, mask
-        del kept, pages  # (the ids are the largest array of a fit)
+        del kept, pages, row_ids  # (the ids are the largest array of a fit)
         release_freed_memory()
         state, ms, upds = out[:3]
         alpha = None if rare is None else np.asarray(out[3])
