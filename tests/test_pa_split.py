@@ -723,6 +723,52 @@ def test_explicit_row_pages_hold_each_rows_live_ids(monkeypatch, dataset, degree
     assert pages.per_block >= blocks.max() and pages.per_block % 8 == 0
 
 
+@pytest.mark.parametrize(("dataset", "degree", "n_common", "exact"),
+                         [("synthetic", 2, 10**6, True), ("boundary", 3, 25, True),
+                          ("synthetic", 2, 10**6, False)])
+def test_explicit_row_ids_are_each_rows_ids(monkeypatch, dataset, degree, n_common, exact):
+    """Where pages are not used, the epochs gather every row's ids computed once
+    (`_slice.kept_row_ids`) when they fit ROW_IDS_BYTES: those are `CommonPart.ids_from`'s,
+    row by row; the updates and margins are the reference's (bit for bit in exact mode) and
+    the model is the one of a fit over a budget too small for them, which computes the
+    dense ids at every visit."""
+    import jkern.pa._fit as fit_module
+    import jkern.pa._slice as slice_module
+
+    X, y, _ = _dataset(dataset)
+    Xf, _ = frequency_order(X).apply(X)
+    ref = pa_reference(_rows(Xf), y.tolist(), degree=degree, epochs=EPOCHS, exact=exact)
+    kw = dict(degree=degree, epochs=EPOCHS, mode="explicit", record=True, block_size=7,
+              key=None, n_common=n_common, exact=exact)
+    monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)  # the ids kept, 16 rows a chunk
+    monkeypatch.setattr(fit_module, "worth_paging", lambda *a: False)
+    built = []
+    real = slice_module.kept_row_ids
+    monkeypatch.setattr(fit_module, "kept_row_ids",
+                        lambda *a: built.append((a, real(*a))) or built[-1][1])
+    sol = fit(Xf, y, **kw)
+    (common, kept, idx), ids = built[0]
+    assert ids is not None and ids.shape == (len(idx), common.n_ids)
+    want = np.asarray(common.ids_from(jnp.asarray(idx, jnp.int32), kept,
+                                      jnp.arange(len(idx), dtype=jnp.int32)))
+    assert np.array_equal(np.asarray(ids), want)
+    # one byte short of them: none kept, the same fit
+    monkeypatch.setattr(slice_module, "ROW_IDS_BYTES", ids.size * 4 - 1)
+    plain = fit(Xf, y, **kw)
+    assert built[-1][1] is None
+    for got in (sol, plain):
+        if exact:
+            _check_same(got, ref, alpha=False, atol=0)
+        else:  # float sums: the same terms, in the reference's order in neither (opal's
+            # steps amplify the rounding: 6e-8 of margins near 10 here)
+            assert np.array_equal(np.asarray(got.stats["updated"]).reshape(-1), ref.updated)
+            np.testing.assert_allclose(np.asarray(got.stats["margins"]).reshape(-1),
+                                       ref.margins, rtol=1e-7)
+    # the same ids summed in the same order: the same weights, bit for bit, floats too
+    assert np.array_equal(sol.model.keys, plain.model.keys)
+    assert np.array_equal(np.asarray(sol.model.weights), np.asarray(plain.model.weights))
+
+
 def test_explicit_row_pages_in_a_grid(monkeypatch):
     """A vmapped grid of C reads the same pages (they do not depend on C): its weights are
     those of the grid without pages, bit for bit."""
