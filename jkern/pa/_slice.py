@@ -202,7 +202,7 @@ def dense_seen(common: CommonPart, indices: Array) -> np.ndarray:
     return np.asarray(seen)[:-1]
 
 
-@stored_filter_jit
+@stored_filter_jit(donate=(0,))  # (marked in place: not a copy of the flags per chunk)
 def _mark_rows(seen, common: CommonPart, rows):
     dense = jnp.concatenate(common.dense_ids_of(rows), axis=-1)  # (no keys: none searched)
     return seen.at[jnp.where(dense >= 0, dense, seen.shape[0] - 1)].set(True)
