@@ -51,8 +51,11 @@ else:  # hidden from type checkers, which then still flag unknown names
         if name.startswith("_") or name not in _where():
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         module, attribute = _where()[name]
-        importlib.import_module("._startup", __name__)  # what loading jkern does once
-        value = importlib.import_module(module, __name__)
+        from ._loading import collector_paused
+
+        with collector_paused():  # (an import frees nothing: no collector passes)
+            importlib.import_module("._startup", __name__)  # what loading jkern does once
+            value = importlib.import_module(module, __name__)
         if attribute is not None:
             value = getattr(value, attribute)
         globals()[name] = value
