@@ -769,6 +769,49 @@ def test_explicit_row_ids_are_each_rows_ids(monkeypatch, dataset, degree, n_comm
     assert np.array_equal(np.asarray(sol.model.weights), np.asarray(plain.model.weights))
 
 
+@pytest.mark.parametrize("dataset", ["synthetic", "boundary"])
+def test_explicit_every_feature_dense_with_held_slots(monkeypatch, dataset):
+    """At d = 2, where every feature's slots are few enough (DENSE_HELD_SLOTS) and the rows
+    hold at most DENSE_HELD_SHARE of them, every feature is dense with weights for the held
+    slots only (`_fit._every_feature_held`): no table and no rare part, N = F. The updates
+    and margins are the reference's bit for bit and the model is that of the budget's N
+    with a rare part (here 3 dense features)."""
+    import jkern.pa._fit as fit_module
+    import jkern.pa._slice as slice_module
+    import jkern.pa._split as split_module
+
+    X, y, _ = _dataset(dataset)
+    Xf, _ = frequency_order(X).apply(X)
+    ref = pa_reference(_rows(Xf), y.tolist(), degree=2, epochs=EPOCHS, exact=True)
+    kw = dict(degree=2, epochs=EPOCHS, mode="explicit", record=True, block_size=7, key=None)
+    monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)  # the ids kept
+    few = lambda n, d, budget=0: min(n, 3)  # noqa: E731
+    monkeypatch.setattr(fit_module, "dense_features", few)
+    monkeypatch.setattr(split_module, "dense_features", few)
+    monkeypatch.setattr(fit_module, "DENSE_HELD_SHARE", 1.0)  # (small data: most slots held)
+    tried = []
+    real = fit_module._every_feature_held
+    monkeypatch.setattr(fit_module, "_every_feature_held",
+                        lambda *a: tried.append(real(*a)) or tried[-1])
+    rare_parts = []
+    real_rare = fit_module.rare_part
+    monkeypatch.setattr(fit_module, "rare_part",
+                        lambda *a: rare_parts.append(real_rare(*a)) or rare_parts[-1])
+    every = fit(Xf, y, **kw)
+    assert tried[-1] is not None and rare_parts[-1] is None
+    assert int(every.stats["n_common"]) == Xf.n_features
+    common = tried[-1]
+    assert common.n_dense == Xf.n_features and common.dense_bits is not None
+    monkeypatch.setattr(fit_module, "DENSE_HELD_SLOTS", 0)  # the budget's N: a rare part
+    split = fit(Xf, y, **kw)
+    assert tried[-1] is None and rare_parts[-1] is not None
+    assert int(split.stats["n_common"]) == 3
+    for sol in (every, split):
+        _check_same(sol, ref, alpha=False, atol=0)
+    assert np.array_equal(every.model.keys, split.model.keys)
+    assert np.array_equal(np.asarray(every.model.weights), np.asarray(split.model.weights))
+
+
 def test_explicit_row_pages_in_a_grid(monkeypatch):
     """A vmapped grid of C reads the same pages (they do not depend on C): its weights are
     those of the grid without pages, bit for bit."""

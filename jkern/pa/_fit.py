@@ -77,7 +77,13 @@ from ._slice import (
     kept_row_ids,
 )
 from ._split import common_part
-from ._table import CommonPart, conjunction_coefficients, dense_features, dense_keys_of
+from ._table import (
+    CommonPart,
+    conjunction_coefficients,
+    dense_features,
+    dense_keys_of,
+    n_conjunctions,
+)
 
 MODES = ("kernel", "block", "splitting", "slicing", "explicit", "linear")
 # `SupportVectorModel.classifier` expands support vectors of at most this many conjunctions
@@ -689,9 +695,16 @@ def _fit_explicit(p: _Problem, *, mode: str, n_common: int | None = None, **unus
         # the conjunctions of one example only go through it, as the rare ones (`_rare`),
         # where C is concrete (their weights are then known) and every id can be kept
         private = not is_traced(p.C) and keeps_ids(n, p.epochs)
-        common = common_part(X, p.degree, F, below=N, shared=private)
-        if not is_traced(p.C):
-            common = _held_dense(common, idx_j)
+        # every feature dense where its slots are few enough to count and the rows hold
+        # at most DENSE_HELD_SHARE of them (no table, no rare part), else the budget's N
+        every = (_every_feature_held(X, idx_j, p.degree) if N < F and n_common is None
+                 and not is_traced(p.C) else None)
+        if every is not None:
+            common, N = every, F
+        else:
+            common = common_part(X, p.degree, F, below=N, shared=private)
+            if not is_traced(p.C):
+                common = _held_dense(common, idx_j)
         # the freed pages of the phases whose temporaries are largest (the table's build,
         # the rare pairs, the epochs' ids) go back to the system (`_memory`): each costs
         # first touches later, so not after every phase
@@ -768,6 +781,30 @@ DENSE_HELD_SHARE = 0.5  # the most of the dense slots held for weights to be kep
 # (UD at d = 3: the epochs 5.98-6.41 CPU s against 5.48-5.60, and a 0.39 s pass, for 26 MB
 # less: docs/results.md, "Issue 34, thirteenth steps")
 DENSE_HELD_DEGREE = 2
+
+
+# ... and, at those degrees, the most dense slots for every feature to be dense (the slots
+# then cost a bit and a share of a rank each, and one byte while `dense_seen` counts them:
+# 16 MB at most): conj-2's 5,000 features at d = 2 (12.5M slots), not UD's 19,451 (189M)
+DENSE_HELD_SLOTS = 1 << 24
+
+
+def _every_feature_held(X: SparseRows, idx: Array, degree: int) -> CommonPart | None:
+    """The common part with every feature dense and weights for the slots that the training
+    rows `idx` hold only (`CommonPart.compacted`), where the degree is at most
+    DENSE_HELD_DEGREE, the slots at most DENSE_HELD_SLOTS and the held ones at most
+    DENSE_HELD_SHARE of them; else None. Then no conjunction is searched and no feature is
+    rare (`_rare`): on conj-2 at d = 2 the fit took 0.61–0.69 CPU s against 0.68–0.89 with
+    the rare part, and its process peaked lower (docs/results.md, "Issue 34, fourteenth
+    steps")."""
+    F = X.n_features
+    if degree > DENSE_HELD_DEGREE or n_conjunctions(F, degree) > DENSE_HELD_SLOTS:
+        return None
+    every = common_part(X, degree, F, n_dense=F)
+    held = dense_seen(every, idx)
+    if held.sum() > DENSE_HELD_SHARE * len(held):
+        return None
+    return every.compacted(held)
 
 
 def _held_dense(common: CommonPart, idx: Array) -> CommonPart:
