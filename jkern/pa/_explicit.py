@@ -41,13 +41,7 @@ from .._labels import sign_labels
 from .._memory import release_freed_memory
 from .._sparse import FeatureIds, SparseRows
 from .._unique import merge_unique, sorted_unique, value_bounds
-from .._validate import (
-    finite_model,
-    host_array,
-    is_traced,
-    shared_on_cpu,
-    to_device,
-)
+from .._validate import finite_model, host_array, is_traced, to_device
 from ..errors import InputError
 from ._kernel import decide, kernel_int
 from ._pages import BlockPages, page_add, page_margins
@@ -337,10 +331,13 @@ class ConjunctionModel(eqx.Module):
             live = host_w[:-1] != 0
             if not np.all(live):  # (a fit's model holds only those already: no copies)
                 keys, host_w = keys[live], np.append(host_w[:-1][live], host_w[-1:])
-            # laid out in memory JAX then shares: one copy, not two (at d = 3 they are
-            # ~100 MB: 12.3M slots on conj-2)
+            # laid out where each weight goes (no index array), then moved: not shared with
+            # JAX, whose last use of them may end on one of its threads, after this call
+            # returns (a shared buffer's release there needs Python: at exit, the process
+            # once aborted with "terminate called without an active exception")
             table, laid_out = dense_layout(keys, F, width, self.degree, weights=host_w)
-            weights = shared_on_cpu(laid_out)
+            weights = to_device(laid_out)
+            del laid_out
         rank = np.arange(F, dtype=np.int32)
         searched = searched_bound(rank, table, F, idx, idx < F)
         out = table_margins(to_device(rank), weights, table, F, to_device(idx, jnp.int32),

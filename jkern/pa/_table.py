@@ -22,7 +22,7 @@ import numpy as np
 from jaxtyping import Array, Int
 
 from .._executables import stored_filter_jit
-from .._validate import aligned_empty, to_device
+from .._validate import to_device
 from ._holders import RareSupport, rare_block_margins
 from ._packing import packed_slots
 
@@ -646,9 +646,9 @@ def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
     table with ids by slot, searched over `width` positions. Returns (the table, `src`):
     the model's weights `w` (`[D + 1]`, the last 0) laid out as the table's ids are
     `w[src]` (`[size + 1]`: dense ids the model lacks, empty slots and the sink read the
-    0). Given the host `weights` (`w`), returns them laid out (64-byte aligned, for
-    `shared_on_cpu`) in place of `src`: written where each weight goes, no `[size + 1]`
-    index array (at d = 3 on conj-2 that is 49 MB not touched)."""
+    0). Given the host `weights` (`w`), returns them laid out in place of `src`: written
+    where each weight goes, no `[size + 1]` index array (at d = 3 on conj-2 that is 49 MB
+    not touched)."""
     keys = np.asarray(keys, np.int64)
     D = len(keys)
     n_dense = dense_features(n_common, degree, budget)
@@ -663,8 +663,7 @@ def dense_layout(keys: np.ndarray, n_common: int, width: int, degree: int,
     if weights is None:
         out = np.full(table.size + 1, D, np.int32)
     else:
-        out = aligned_empty((table.size + 1,), weights.dtype)
-        out[...] = 0
+        out = np.zeros(table.size + 1, weights.dtype)
     for j, run in runs:  # a dense id from the key's digits: Σ_i C(f_i, i + 1) past its size's
         at = np.full(run.stop - run.start, _dense_offset(n_dense, j) if j else 0, np.int64)
         for i in range(j):
