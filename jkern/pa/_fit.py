@@ -401,8 +401,10 @@ def fit(X: SparseRows, y: Any, *, degree: int = 2, C: Any = 1.0, epochs: int = 1
             get explicit weights (None: opal's rule, the largest 2^i - 1 whose conjunction
             table fits `memory_budget`). Explicit: the features at or above N reach the
             margins through the training examples that share one, not as conjunction
-            weights (None: the smallest N with at most 2^22 such sharings, `_rare`; ignored
-            under a traced C). The model does not depend on it.
+            weights (None: every feature at d = 2 where their pairs are at most 2^24 slots
+            and the rows hold at most half of them, `_every_feature_held`; else the
+            smallest N with at most 2^22 such sharings, `_rare`; ignored under a traced C).
+            The model does not depend on it.
         memory_budget: bytes for the common-conjunction table when `n_common` is None
             (opal's default, 32 MiB; 16 bytes a conjunction).
         average: averaged PA-I: the returned model is (1/T) Σ_t model_t over the T visits
