@@ -728,11 +728,12 @@ def test_explicit_row_pages_hold_each_rows_live_ids(monkeypatch, dataset, degree
                           ("synthetic", 2, 10**6, False)])
 def test_explicit_row_ids_are_each_rows_ids(monkeypatch, dataset, degree, n_common, exact):
     """Where pages are not used, the epochs gather every row's ids computed once
-    (`_slice.kept_row_ids`) when they fit ROW_IDS_BYTES: those are `CommonPart.ids_from`'s,
+    (`_pages.kept_row_ids`) when they fit ROW_IDS_BYTES: those are `CommonPart.ids_from`'s,
     row by row; the updates and margins are the reference's (bit for bit in exact mode) and
     the model is the one of a fit over a budget too small for them, which computes the
     dense ids at every visit."""
     import jkern.pa._fit as fit_module
+    import jkern.pa._pages as pages_module
     import jkern.pa._slice as slice_module
 
     X, y, _ = _dataset(dataset)
@@ -741,9 +742,10 @@ def test_explicit_row_ids_are_each_rows_ids(monkeypatch, dataset, degree, n_comm
     kw = dict(degree=degree, epochs=EPOCHS, mode="explicit", record=True, block_size=7,
               key=None, n_common=n_common, exact=exact)
     monkeypatch.setattr(slice_module, "CHUNK_VISITS", 16)  # the ids kept, 16 rows a chunk
+    monkeypatch.setattr(pages_module, "CHUNK_ROWS", 16)  # the row ids, 16 rows a program
     monkeypatch.setattr(fit_module, "worth_paging", lambda *a: False)
     built = []
-    real = slice_module.kept_row_ids
+    real = pages_module.kept_row_ids
     monkeypatch.setattr(fit_module, "kept_row_ids",
                         lambda *a: built.append((a, real(*a))) or built[-1][1])
     sol = fit(Xf, y, **kw)
@@ -753,7 +755,7 @@ def test_explicit_row_ids_are_each_rows_ids(monkeypatch, dataset, degree, n_comm
                                       jnp.arange(len(idx), dtype=jnp.int32)))
     assert np.array_equal(np.asarray(ids), want)
     # one byte short of them: none kept, the same fit
-    monkeypatch.setattr(slice_module, "ROW_IDS_BYTES", ids.size * 4 - 1)
+    monkeypatch.setattr(pages_module, "ROW_IDS_BYTES", ids.size * 4 - 1)
     plain = fit(Xf, y, **kw)
     assert built[-1][1] is None
     for got in (sol, plain):

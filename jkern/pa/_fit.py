@@ -57,7 +57,7 @@ from ._explicit import (
     index_rows,
 )
 from ._kernel import SCALE, Instance, KernelPA, KernelState, chunk_margins, decide
-from ._pages import RowPages, block_pages, row_pages, worth_paging
+from ._pages import RowPages, block_pages, kept_row_ids, row_pages, worth_paging
 from ._pke import ExpandedModel, expand_support_vectors
 from ._rare import (
     RarePart,
@@ -74,7 +74,6 @@ from ._slice import (
     fit_split,
     keeps_ids,
     kept_ids,
-    kept_row_ids,
 )
 from ._split import common_part
 from ._table import (
@@ -259,7 +258,7 @@ def _run_conjunctions(learner: ExplicitPA, common: CommonPart, state, idx, sq, y
     kept and added to at each update; returns (state, margins, updated, α per example)
     then, α `[n]` (the rare conjunctions' weights come from it). With `pages`
     (`_pages.RowPages`), each block gathers its rows' pages: no ids computed, no padding.
-    With `row_ids` (`_slice.row_ids`, `[n, K]`), each chunk gathers its rows' ids.
+    With `row_ids` (`_pages.kept_row_ids`, `[n, K]`), each chunk gathers its rows' ids.
     `in_file_order` (visits, size), static: `order` and `mask` are None and the visits are the
     examples in file order, epoch after epoch, `size` a chunk (`_stream`'s, computed here: no
     `[visits]` stream held)."""

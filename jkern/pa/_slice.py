@@ -36,7 +36,7 @@ from jaxtyping import Array
 
 from .._executables import stored_filter_jit
 from .._sparse import SparseRows
-from .._validate import aligned_empty, shared_on_cpu, to_device
+from .._validate import to_device
 from ._data import frequency_order
 from ._split import (
     SplitInstance,
@@ -51,10 +51,6 @@ from ._table import CommonPart, KeptIds, chunk_rows, packed_chunks
 
 CHUNK_VISITS = 4096  # visits whose conjunction ids are searched in one batch
 IDS_BYTES = 2**30  # keep every example's searched conjunction ids when they fit
-# ... and all of its ids (dense ones included) when they fit this: a dense id costs a few
-# additions to compute again at each visit, not a search, so fewer bytes buy it (conj-2 at
-# d = 2: 42 MB, the epochs 0.2 CPU s faster; UD at d = 2 would take 95 MB)
-ROW_IDS_BYTES = 64 * 2**20
 
 
 def prefix_nodes(indices: np.ndarray, n_common: int, n_features: int
@@ -153,32 +149,6 @@ def kept_ids(common: CommonPart, indices: Array, epochs: int) -> KeptIds | None:
 def keeps_ids(n: int, epochs: int) -> bool:
     """Whether `kept_ids` keeps the ids of `n` rows for `epochs` epochs (when they fit)."""
     return epochs >= 2 and n > CHUNK_VISITS
-
-
-def kept_row_ids(common: CommonPart, kept: KeptIds, indices: np.ndarray) -> Array | None:
-    """`[n, K]` every row's weight ids (`CommonPart.ids_from`: the dense ones computed, the
-    searched ones read from `kept`), computed once for the epochs (which then gather them
-    instead of computing them at every visit), or None where they take more than
-    ROW_IDS_BYTES. One program per CHUNK_VISITS rows; the host array is shared with JAX (no
-    second copy)."""
-    n = len(indices)
-    if n * common.n_ids * 4 > ROW_IDS_BYTES:
-        return None
-    out = aligned_empty((n, common.n_ids), np.int32)
-    for at in range(0, n, CHUNK_VISITS):
-        rows = chunk_rows(indices, at, CHUNK_VISITS, common.n_common)
-        ids = np.asarray(_chunk_row_ids(common, kept, to_device(rows, jnp.int32),
-                                        to_device(np.int32(at))))
-        out[at:at + CHUNK_VISITS] = ids[:min(CHUNK_VISITS, n - at)]
-    return shared_on_cpu(out)
-
-
-@stored_filter_jit
-def _chunk_row_ids(common: CommonPart, kept: KeptIds, rows, at):
-    """`[CHUNK_VISITS, K]` the ids of rows `at`, `at + 1`, … (`rows` those rows; a last
-    short chunk's padding rows read the last row's searched ids, and are dropped)."""
-    pos = jnp.minimum(at + jnp.arange(rows.shape[0], dtype=jnp.int32), kept.start.shape[0] - 2)
-    return common.ids_from(rows, kept, pos)
 
 
 @stored_filter_jit

@@ -1,5 +1,5 @@
 """Issue 34 probe, kept as run: explicit-mode fits (C = 1, 10 epochs, file order) with every
-row's weight ids computed once and gathered by the epochs (`_slice.kept_row_ids`, the default
+row's weight ids computed once and gathered by the epochs (`_pages.kept_row_ids`, the default
 where they fit ROW_IDS_BYTES) or, with NOROWIDS=1, computed at every visit (the budget set to
 0); CPU seconds of three fits in one process (the first loads the programs), the updates, and
 a checksum of the test margins (the same in both).
@@ -15,7 +15,7 @@ import jax; jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp, numpy as np
 from _pa_data import pa_dataset
 from jkern.pa import fit, frequency_order
-import jkern.pa._slice as S
+import jkern.pa._pages as S
 if os.environ.get("NOROWIDS") == "1":
     S.ROW_IDS_BYTES = 0
 ds, d = sys.argv[1], int(sys.argv[2])
