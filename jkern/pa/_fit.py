@@ -801,11 +801,8 @@ def _every_feature_held(X: SparseRows, idx: Array, degree: int) -> CommonPart | 
     F = X.n_features
     if degree > DENSE_HELD_DEGREE or n_conjunctions(F, degree) > DENSE_HELD_SLOTS:
         return None
-    every = common_part(X, degree, F, n_dense=F)
-    held = dense_seen(every, idx)
-    if held.sum() > DENSE_HELD_SHARE * len(held):
-        return None
-    return every.compacted(held)
+    every = _held_dense(common_part(X, degree, F, n_dense=F), idx)
+    return every if every.dense_bits is not None else None  # (compacted, or too many held)
 
 
 def _held_dense(common: CommonPart, idx: Array) -> CommonPart:
