@@ -198,7 +198,6 @@ def expand_support_vectors(indices: np.ndarray, values: np.ndarray, alpha: np.nd
     w = np.bincount(inv, weights=all_w, minlength=len(keys))
     # the conjunctions of the most frequent features have their weights at arithmetic ids
     # (no search: one read where a table lookup takes several), the others a table
-    table, src = dense_layout(keys, K, width, degree, dense_ids)
-    weights = np.append(w, 0.0)[src]
+    table, weights = dense_layout(keys, K, width, degree, dense_ids, weights=np.append(w, 0.0))
     return ExpandedModel(jnp.asarray(np.minimum(rank, N), jnp.int32),
                          jnp.asarray(weights, dtype), table, n_features, ids, rare)
